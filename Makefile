@@ -1,0 +1,42 @@
+# idemgate — PGXS build. `make`, `make install`, `make installcheck`.
+EXTENSION = idemgate
+MODULE_big = idemgate
+
+# One concern per file: every src/*.c is part of the library.
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+
+# The install script is assembled from sql/parts/ in name order, so each
+# feature keeps its SQL next to the others without editing one big file.
+SQL_PARTS = $(sort $(wildcard sql/parts/*.sql))
+DATA_built = sql/idemgate--1.0.sql
+DATA = $(filter-out $(DATA_built),$(wildcard sql/idemgate--*.sql))
+
+PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Wno-cast-function-type
+SHLIB_LINK = -lcrypto -lcurl
+
+# Tests: pg_regress files in test/sql, isolation specs in test/specs, TAP in
+# test/t. A temp instance preloads the library (test/idemgate.conf).
+TEST_CONF = $(srcdir)/test/idemgate.conf
+REGRESS = $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
+REGRESS_OPTS = --inputdir=test --temp-instance=tmp_check_regress --temp-config=$(TEST_CONF)
+ISOLATION = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --temp-instance=tmp_check_isolation --temp-config=$(TEST_CONF)
+TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
+EXTRA_CLEAN = sql/idemgate--1.0.sql tmp_check_regress tmp_check_isolation output_iso results regression.diffs regression.out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+sql/idemgate--1.0.sql: $(SQL_PARTS)
+	cat $(SQL_PARTS) > $@
+
+# Convenience targets used by scripts/test.sh.
+regresscheck:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+isolationcheck:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+tapcheck:
+	$(prove_installcheck)
+.PHONY: regresscheck isolationcheck tapcheck
