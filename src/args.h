@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/args.h
+ *	  Argument checks shared by every SQL-callable function: NULL → 22004,
+ *	  out of range → 22023, each naming the argument.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_ARGS_H
+#define IDEMGATE_ARGS_H
+
+#include "postgres.h"
+#include "fmgr.h"
+#include "datatype/timestamp.h"
+#include "utils/jsonb.h"
+
+extern void RequireArg(FunctionCallInfo fcinfo, int argno, const char *name);
+extern text *KeyArg(FunctionCallInfo fcinfo, int argno, const char *name);
+extern text *TextArg(FunctionCallInfo fcinfo, int argno, const char *name, int max_bytes);
+extern Interval *IntervalArg(FunctionCallInfo fcinfo, int argno, const char *name,
+							 int64 min_usecs, int64 max_usecs,
+							 const char *hint);
+extern int64 IntervalToUsecs(const Interval *iv);
+extern Interval *UsecsToInterval(int64 usecs);
+extern void CheckKeyText(text *key, const char *name);
+
+#endif

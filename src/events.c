@@ -1,0 +1,160 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/events.c
+ *	  Writes the audit trail and dead letters. Callers are already inside
+ *	  SPI and inside the transaction that changes the state, so the event
+ *	  commits or rolls back with the change it describes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+
+#include "events.h"
+#include "spi_util.h"
+
+static SavedStatement insert_event = {
+	"INSERT INTO idemgate.events (idempotency_key, effect_id, kind, actor, details) "
+	"VALUES ($1, $2, $3, $4, $5)",
+	5, {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID}
+};
+
+static SavedStatement insert_dead_letter = {
+	"INSERT INTO idemgate.dead_letters (kind, idempotency_key, effect_id, effect_type, "
+	"payload, error_class, error, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+	"RETURNING id",
+	8, {TEXTOID, TEXTOID, UUIDOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID}
+};
+
+/* DetailsInit starts an empty details object. */
+void
+DetailsInit(EventDetails *d)
+{
+	initStringInfo(&d->buf);
+	appendStringInfoChar(&d->buf, '{');
+	d->empty = true;
+}
+
+/* DetailsKey appends the separator and a quoted key. */
+static void
+DetailsKey(EventDetails *d, const char *key)
+{
+	if (!d->empty)
+		appendStringInfoString(&d->buf, ", ");
+	d->empty = false;
+	escape_json(&d->buf, key);
+	appendStringInfoString(&d->buf, ": ");
+}
+
+/* DetailsText adds a string member; NULL values are skipped. */
+void
+DetailsText(EventDetails *d, const char *key, const char *value)
+{
+	if (value == NULL)
+		return;
+	DetailsKey(d, key);
+	escape_json(&d->buf, value);
+}
+
+/* DetailsInt adds an integer member. */
+void
+DetailsInt(EventDetails *d, const char *key, int64 value)
+{
+	DetailsKey(d, key);
+	appendStringInfo(&d->buf, INT64_FORMAT, value);
+}
+
+/* DetailsBool adds a boolean member. */
+void
+DetailsBool(EventDetails *d, const char *key, bool value)
+{
+	DetailsKey(d, key);
+	appendStringInfoString(&d->buf, value ? "true" : "false");
+}
+
+/* DetailsJsonb adds a jsonb member; NULL values are skipped. */
+void
+DetailsJsonb(EventDetails *d, const char *key, Jsonb *value)
+{
+	if (value == NULL)
+		return;
+	DetailsKey(d, key);
+	(void) JsonbToCString(&d->buf, &value->root, VARSIZE(value));
+}
+
+/* DetailsFinish closes the object and returns it as jsonb. */
+Jsonb *
+DetailsFinish(EventDetails *d)
+{
+	appendStringInfoChar(&d->buf, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(d->buf.data)));
+}
+
+/* RecordEvent appends one row to the audit trail. */
+void
+RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
+			const char *actor, Jsonb *details)
+{
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	values[0] = PointerGetDatum(key);
+	nulls[0] = key ? ' ' : 'n';
+	values[1] = UUIDPGetDatum(effect_id);
+	nulls[1] = effect_id ? ' ' : 'n';
+	values[2] = CStringGetTextDatum(kind);
+	values[3] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
+	nulls[3] = actor ? ' ' : 'n';
+	values[4] = JsonbPGetDatum(details);
+	nulls[4] = details ? ' ' : 'n';
+
+	if (ExecSaved(&insert_event, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record event \"%s\"", kind);
+}
+
+/*
+ * RecordDeadLetter stores a failure with its full input and error, and
+ * records a matching event. Returns the dead letter id.
+ */
+int64
+RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
+				 const char *effect_type, Jsonb *payload,
+				 const char *error_class, const char *error, int attempts)
+{
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int64		id;
+	EventDetails details;
+
+	values[0] = CStringGetTextDatum(kind);
+	values[1] = PointerGetDatum(key);
+	values[2] = UUIDPGetDatum(effect_id);
+	nulls[2] = effect_id ? ' ' : 'n';
+	values[3] = effect_type ? CStringGetTextDatum(effect_type) : (Datum) 0;
+	nulls[3] = effect_type ? ' ' : 'n';
+	values[4] = JsonbPGetDatum(payload);
+	nulls[4] = payload ? ' ' : 'n';
+	values[5] = error_class ? CStringGetTextDatum(error_class) : (Datum) 0;
+	nulls[5] = error_class ? ' ' : 'n';
+	values[6] = error ? CStringGetTextDatum(error) : (Datum) 0;
+	nulls[6] = error ? ' ' : 'n';
+	values[7] = Int32GetDatum(attempts);
+
+	if (ExecSaved(&insert_dead_letter, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record dead letter");
+	id = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+
+	DetailsInit(&details);
+	DetailsInt(&details, "dead_letter_id", id);
+	DetailsText(&details, "error_class", error_class);
+	DetailsText(&details, "error", error);
+	DetailsInt(&details, "attempts", attempts);
+	RecordEvent(key, effect_id, "dead_lettered", NULL, DetailsFinish(&details));
+	return id;
+}

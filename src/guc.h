@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/guc.h
+ *	  The idemgate.* settings.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_GUC_H
+#define IDEMGATE_GUC_H
+
+extern char *IdemgateDatabase;
+extern int	IdemgateDispatchers;
+extern int	IdemgateBatchSize;
+extern int	IdemgatePollIntervalMs;
+extern int	IdemgateMaxInFlight;
+extern bool IdemgateActionsEnabled;
+extern char *IdemgateAllowedHttpHosts;
+extern int	IdemgateMaxBackoffSecs;
+extern int	IdemgateMaxLeaseLifeSecs;
+extern int	IdemgateMaxRunAttempts;
+extern int	IdemgateRetentionSecs;
+extern int	IdemgateAlertFailures;
+
+extern void DefineIdemgateSettings(void);
+
+#endif

@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/idemgate.c
+ *	  Module entry point: settings, and the dispatcher when preloaded.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+
+#include "guc.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+/* _PG_init defines the settings; with shared_preload_libraries it also starts the dispatcher. */
+void
+_PG_init(void)
+{
+	DefineIdemgateSettings();
+}

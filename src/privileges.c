@@ -1,0 +1,188 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/privileges.c
+ *	  grant_role and revoke_role: rights come in bundles (client, approver,
+ *	  operator, reader) listed in idemgate.bundle_members.
+ *
+ * GRANT and REVOKE cannot take parameters, so the statements are built from
+ * catalog output only: the role name through quote_identifier and the
+ * object names through regprocedure/regclass output, which qualify and
+ * quote them. No caller text reaches the SQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "args.h"
+#include "events.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(idemgate_grant_role);
+PG_FUNCTION_INFO_V1(idemgate_revoke_role);
+
+static SavedStatement bundle_members_stmt = {
+	"SELECT fn::text, rel::text FROM idemgate.bundle_members"
+	" WHERE bundle = ANY ($1) ORDER BY 1, 2",
+	1, {TEXTARRAYOID}
+};
+
+static SavedStatement record_grant_stmt = {
+	"INSERT INTO idemgate.granted_bundles (role, bundle, granted_by) VALUES ($1, $2, $3)"
+	" ON CONFLICT (role, bundle) DO NOTHING",
+	3, {REGROLEOID, TEXTOID, TEXTOID}
+};
+
+static SavedStatement forget_grant_stmt = {
+	"DELETE FROM idemgate.granted_bundles WHERE role = $1 AND bundle = $2",
+	2, {REGROLEOID, TEXTOID}
+};
+
+static SavedStatement remaining_bundles_stmt = {
+	"SELECT pg_catalog.array_agg(bundle) FROM idemgate.granted_bundles WHERE role = $1",
+	1, {REGROLEOID}
+};
+
+/* BundleArg returns a required bundle name, checked. */
+static char *
+BundleArg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *bundle;
+
+	RequireArg(fcinfo, argno, "bundle");
+	bundle = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(bundle, "client") != 0 && strcmp(bundle, "approver") != 0 &&
+		strcmp(bundle, "operator") != 0 && strcmp(bundle, "reader") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"bundle\" must be client, approver, operator or reader, not \"%s\"",
+						bundle)));
+	return bundle;
+}
+
+/*
+ * ApplyBundles grants (or revokes) every member of the bundles in the text
+ * array to (from) role.
+ */
+static void
+ApplyBundles(Datum bundles, const char *role, bool grant)
+{
+	Datum		values[1];
+	uint64		n;
+	SPITupleTable *members;
+
+	values[0] = bundles;
+	if (ExecSaved(&bundle_members_stmt, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read bundle members");
+	n = SPI_processed;
+	members = SPI_tuptable;
+	for (uint64 i = 0; i < n; i++)
+	{
+		char	   *fn = SPI_getvalue(members->vals[i], members->tupdesc, 1);
+		char	   *rel = SPI_getvalue(members->vals[i], members->tupdesc, 2);
+		char	   *sql;
+
+		if (fn != NULL)
+			sql = psprintf(grant ? "GRANT EXECUTE ON FUNCTION %s TO %s" :
+						   "REVOKE EXECUTE ON FUNCTION %s FROM %s", fn, role);
+		else
+			sql = psprintf(grant ? "GRANT SELECT ON %s TO %s" :
+						   "REVOKE SELECT ON %s FROM %s", rel, role);
+		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not run \"%s\"", sql);
+	}
+	if (SPI_execute(psprintf(grant ? "GRANT USAGE ON SCHEMA idemgate TO %s" :
+							 "REVOKE USAGE ON SCHEMA idemgate FROM %s", role),
+					false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not change schema usage");
+}
+
+/* SingleBundle builds the one-element text array {bundle}. */
+static Datum
+SingleBundle(const char *bundle)
+{
+	Datum		elem = CStringGetTextDatum(bundle);
+
+	return PointerGetDatum(construct_array(&elem, 1, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* RecordRoleEvent audits a grant or revoke. */
+static void
+RecordRoleEvent(const char *kind, const char *role, const char *bundle)
+{
+	EventDetails details;
+
+	DetailsInit(&details);
+	DetailsText(&details, "role", role);
+	DetailsText(&details, "bundle", bundle);
+	RecordEvent(NULL, NULL, kind, GetUserNameFromId(GetSessionUserId(), false),
+				DetailsFinish(&details));
+}
+
+/* idemgate_grant_role implements grant_role(role, bundle). */
+Datum
+idemgate_grant_role(PG_FUNCTION_ARGS)
+{
+	Oid			roleid;
+	char	   *bundle;
+	const char *role;
+	Datum		values[3];
+
+	RequireArg(fcinfo, 0, "role");
+	roleid = PG_GETARG_OID(0);
+	bundle = BundleArg(fcinfo, 1);
+	role = quote_identifier(GetUserNameFromId(roleid, false));
+
+	ConnectSPI();
+	ApplyBundles(SingleBundle(bundle), role, true);
+	values[0] = ObjectIdGetDatum(roleid);
+	values[1] = CStringGetTextDatum(bundle);
+	values[2] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
+	if (ExecSaved(&record_grant_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record grant");
+	RecordRoleEvent("role_granted", GetUserNameFromId(roleid, false), bundle);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idemgate_revoke_role implements revoke_role(role, bundle). Rights the
+ * role still needs for its other bundles are granted back, so revoking
+ * client from an operator leaves the operator whole.
+ */
+Datum
+idemgate_revoke_role(PG_FUNCTION_ARGS)
+{
+	Oid			roleid;
+	char	   *bundle;
+	const char *role;
+	Datum		values[2];
+	bool		isnull;
+	Datum		remaining;
+
+	RequireArg(fcinfo, 0, "role");
+	roleid = PG_GETARG_OID(0);
+	bundle = BundleArg(fcinfo, 1);
+	role = quote_identifier(GetUserNameFromId(roleid, false));
+
+	ConnectSPI();
+	values[0] = ObjectIdGetDatum(roleid);
+	values[1] = CStringGetTextDatum(bundle);
+	if (ExecSaved(&forget_grant_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not forget grant");
+	ApplyBundles(SingleBundle(bundle), role, false);
+
+	if (ExecSaved(&remaining_bundles_stmt, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read remaining bundles");
+	remaining = GetResultDatum(0, 1, &isnull);
+	if (!isnull)
+		ApplyBundles(remaining, role, true);
+	RecordRoleEvent("role_revoked", GetUserNameFromId(roleid, false), bundle);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

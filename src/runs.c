@@ -1,0 +1,856 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/runs.c
+ *	  The idempotency ledger: claim, claim_lease, cas_transition,
+ *	  renew_lease, fail and supersede.
+ *
+ * Design note. A run is owned by whoever holds (lease_owner, version) while
+ * lease_expires_at is in the future. Ownership changes hands in exactly one
+ * place, the claim statement: a single INSERT ... ON CONFLICT DO UPDATE that
+ * either inserts a new key or takes over a failed_retryable run or an
+ * expired processing lease with the same payload hash, bumping version.
+ * Because the unique index serialises concurrent inserts of one key and the
+ * conflicting row is locked before the WHERE is evaluated, ten concurrent
+ * claims of one key give exactly one winner. Every other transition locks
+ * the row (FOR UPDATE), re-checks ownership and the transition table, then
+ * updates it; a stale owner sees version or lease mismatch and gets NULL,
+ * never an error, so it can simply stop.
+ *
+ * Each state change writes an event in the same transaction. Terminal
+ * failures also write a dead letter holding the full payload.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "args.h"
+#include "crypto.h"
+#include "events.h"
+#include "guc.h"
+#include "idemgate.h"
+#include "runs.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(idemgate_claim);
+PG_FUNCTION_INFO_V1(idemgate_claim_request);
+PG_FUNCTION_INFO_V1(idemgate_claim_lease);
+PG_FUNCTION_INFO_V1(idemgate_hash_payload);
+PG_FUNCTION_INFO_V1(idemgate_cas_transition);
+PG_FUNCTION_INFO_V1(idemgate_renew_lease);
+PG_FUNCTION_INFO_V1(idemgate_fail);
+PG_FUNCTION_INFO_V1(idemgate_supersede);
+
+static const char *const run_states[] = {
+	"processing", "awaiting_human", "approved",
+	"completed", "failed_retryable", "failed_terminal", NULL
+};
+
+/*
+ * The claim statement: insert, or take over a retryable or expired run with
+ * the same payload. version is 0 exactly when the row was just inserted.
+ * The event is written by the same statement to save a round trip.
+ */
+static SavedStatement claim_stmt = {
+	"WITH claimed AS ("
+	" INSERT INTO idemgate.runs AS r (idempotency_key, workflow, state, payload_hash, payload,"
+	"   lease_owner, lease_expires_at, lease_started_at, replaces_key)"
+	" VALUES ($1, $2, 'processing', $3, $4, $5, pg_catalog.now() + $6, pg_catalog.now(), $7)"
+	" ON CONFLICT (idempotency_key) DO UPDATE"
+	" SET state = 'processing', lease_owner = excluded.lease_owner,"
+	"     lease_expires_at = excluded.lease_expires_at,"
+	"     lease_started_at = excluded.lease_started_at,"
+	"     version = r.version + 1, updated_at = pg_catalog.now()"
+	" WHERE r.payload_hash = excluded.payload_hash"
+	"   AND (r.state = 'failed_retryable'"
+	"        OR (r.state = 'processing' AND r.lease_expires_at < pg_catalog.now()))"
+	" RETURNING r.idempotency_key, r.state, r.lease_owner, r.version, r.result, r.workflow"
+	"), logged AS ("
+	" INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
+	" SELECT c.idempotency_key, CASE WHEN c.version = 0 THEN 'claimed' ELSE 'recovered' END, $8,"
+	"        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+	"          'workflow', c.workflow, 'version', c.version, 'lease_owner', c.lease_owner,"
+	"          'replaces_key', $7))"
+	" FROM claimed c"
+	")"
+	" SELECT idempotency_key, state, lease_owner, version, result FROM claimed",
+	8, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID, TEXTOID}
+};
+
+/* What a key that was not claimed looks like now. */
+static SavedStatement existing_run_stmt = {
+	"SELECT idempotency_key, state, version, result, payload_hash, workflow"
+	" FROM idemgate.runs WHERE idempotency_key = $1",
+	1, {TEXTOID}
+};
+
+static SavedStatement duplicate_event_stmt = {
+	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
+	" VALUES ($1, 'duplicate', $2, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint)))",
+	5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID}
+};
+
+static SavedStatement lock_run_stmt = {
+	"SELECT state, version, failures, payload, workflow,"
+	"       (lease_owner = $2 AND version = $3 AND lease_expires_at > pg_catalog.now()) AS owned"
+	" FROM idemgate.runs WHERE idempotency_key = $1 FOR UPDATE",
+	3, {TEXTOID, UUIDOID, INT8OID}
+};
+
+static SavedStatement set_state_stmt = {
+	"UPDATE idemgate.runs SET state = $2, version = version + 1,"
+	"  result = COALESCE($3, result), failures = failures + $4,"
+	"  updated_at = pg_catalog.now()"
+	" WHERE idempotency_key = $1 RETURNING version",
+	4, {TEXTOID, TEXTOID, JSONBOID, INT4OID}
+};
+
+static SavedStatement renew_stmt = {
+	"UPDATE idemgate.runs"
+	" SET lease_expires_at = GREATEST(lease_expires_at, pg_catalog.now() + $4),"
+	"     updated_at = pg_catalog.now()"
+	" WHERE idempotency_key = $1 AND lease_owner = $2 AND version = $3"
+	"   AND state = 'processing' AND lease_expires_at > pg_catalog.now()"
+	"   AND GREATEST(lease_expires_at, pg_catalog.now() + $4) <= lease_started_at + $5"
+	" RETURNING lease_expires_at",
+	5, {TEXTOID, UUIDOID, INT8OID, INTERVALOID, INTERVALOID}
+};
+
+static SavedStatement lock_original_stmt = {
+	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1 FOR KEY SHARE",
+	1, {TEXTOID}
+};
+
+/* The outcome of a claim, as returned to SQL. */
+typedef struct ClaimResult
+{
+	const char *outcome;
+	Datum		values[6];
+	bool		nulls[6];
+} ClaimResult;
+
+/* IsRunState tells whether state names a run state. */
+bool
+IsRunState(const char *state)
+{
+	for (int i = 0; run_states[i] != NULL; i++)
+		if (strcmp(state, run_states[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * CasAllowed tells whether cas_transition may move a run from one state to
+ * another. The transitions into awaiting_human and approved belong to
+ * request_approval, enqueue_effect and consume_approval, and approved →
+ * completed to the outbox, so they are refused here.
+ */
+static bool
+CasAllowed(const char *from, const char *to)
+{
+	if (strcmp(from, "processing") == 0)
+		return strcmp(to, "completed") == 0 ||
+			strcmp(to, "failed_retryable") == 0 ||
+			strcmp(to, "failed_terminal") == 0;
+	if (strcmp(from, "awaiting_human") == 0 || strcmp(from, "approved") == 0)
+		return strcmp(to, "failed_terminal") == 0;
+	return false;
+}
+
+/* ReportIllegalTransition raises IG002 for from → to. */
+static void
+ReportIllegalTransition(const char *key, const char *from, const char *to)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+			 errmsg("illegal transition of run \"%s\" from %s to %s", key, from, to),
+			 strcmp(from, "completed") == 0 || strcmp(from, "failed_terminal") == 0 ?
+			 errhint("A finished run never changes; use idemgate.supersede() with a new key to redo the work.") :
+			 strcmp(to, "awaiting_human") == 0 ?
+			 errhint("Use idemgate.request_approval() to wait for a human.") :
+			 strcmp(to, "approved") == 0 ?
+			 errhint("Use idemgate.enqueue_effect() or idemgate.consume_approval().") : 0));
+}
+
+/*
+ * LockOwnedRun locks the run row and reports whether (owner, version) still
+ * holds a live lease on it. Must be called inside SPI.
+ */
+void
+LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run)
+{
+	Datum		values[3];
+	bool		isnull;
+	Datum		d;
+
+	values[0] = PointerGetDatum(key);
+	values[1] = UUIDPGetDatum(owner);
+	values[2] = Int64GetDatum(version);
+	memset(run, 0, sizeof(*run));
+	if (ExecSaved(&lock_run_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock run");
+	if (SPI_processed == 0)
+		return;
+	run->found = true;
+	strlcpy(run->state, TextDatumGetCString(GetResultDatum(0, 1, &isnull)), sizeof(run->state));
+	run->version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
+	run->failures = DatumGetInt32(GetResultDatum(0, 3, &isnull));
+	d = GetResultDatum(0, 4, &isnull);
+	run->payload = isnull ? NULL : DatumGetJsonbP(d);
+	d = GetResultDatum(0, 5, &isnull);
+	run->workflow = isnull ? NULL : TextDatumGetCString(d);
+	d = GetResultDatum(0, 6, &isnull);
+	run->owned = !isnull && DatumGetBool(d);
+}
+
+/*
+ * SetRunState moves a locked run to to_state, bumps its version, stores
+ * result when given, counts a failure when asked, and writes the
+ * state_changed event (with the caller's model identity when the result
+ * names one). Returns the new version.
+ */
+int64
+SetRunState(text *key, const char *from_state, const char *to_state,
+			Jsonb *result, bool count_failure, const char *actor,
+			Jsonb *extra_details)
+{
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+	int64		version;
+	EventDetails details;
+
+	values[0] = PointerGetDatum(key);
+	values[1] = CStringGetTextDatum(to_state);
+	values[2] = JsonbPGetDatum(result);
+	nulls[2] = result ? ' ' : 'n';
+	values[3] = Int32GetDatum(count_failure ? 1 : 0);
+	if (ExecSaved(&set_state_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not update run state");
+	version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+
+	DetailsInit(&details);
+	DetailsText(&details, "from", from_state);
+	DetailsText(&details, "to", to_state);
+	DetailsInt(&details, "version", version);
+	if (result != NULL)
+	{
+		/* Only the identity fields of a result are audited, never its body. */
+		static const char *const audited[] = {"model", "model_version", "workflow_version", NULL};
+
+		for (int i = 0; audited[i] != NULL; i++)
+		{
+			JsonbValue *v = getKeyJsonValueFromContainer(&result->root, audited[i],
+														 strlen(audited[i]), NULL);
+
+			if (v != NULL && v->type == jbvString)
+				DetailsText(&details, audited[i],
+							pnstrdup(v->val.string.val, v->val.string.len));
+		}
+	}
+	DetailsJsonb(&details, "info", extra_details);
+	RecordEvent(key, NULL, "state_changed", actor, DetailsFinish(&details));
+	return version;
+}
+
+/*
+ * ClaimRun is the one atomic claim used by claim, claim(jsonb) and
+ * supersede. On a key that was not claimed it looks at the existing run:
+ * a different payload hash is IG001, otherwise the outcome is duplicate.
+ * Must be called inside SPI; result datums live in the SPI context.
+ */
+static void
+ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
+		 pg_uuid_t *owner, text *replaces_key, const char *actor,
+		 ClaimResult *out)
+{
+	bytea	   *hash = HashJsonbPayload(payload);
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		lookup[1];
+
+	values[0] = PointerGetDatum(key);
+	values[1] = PointerGetDatum(workflow);
+	nulls[1] = workflow ? ' ' : 'n';
+	values[2] = PointerGetDatum(hash);
+	values[3] = JsonbPGetDatum(payload);
+	values[4] = UUIDPGetDatum(owner ? owner : RandomUuid());
+	values[5] = IntervalPGetDatum(lease);
+	values[6] = PointerGetDatum(replaces_key);
+	nulls[6] = replaces_key ? ' ' : 'n';
+	values[7] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
+	nulls[7] = actor ? ' ' : 'n';
+	lookup[0] = PointerGetDatum(key);
+
+	/*
+	 * Between a conflict and the look-up, the row can only disappear through
+	 * purge; then the next round inserts it again.
+	 */
+	for (int round = 0; round < 3; round++)
+	{
+		bool		isnull;
+		bytea	   *existing_hash;
+		Datum		dup[5];
+		char		dupnulls[5] = {' ', 'n', ' ', ' ', ' '};
+
+		if (ExecSaved(&claim_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "claim statement failed");
+		if (SPI_processed == 1)
+		{
+			int64		version = DatumGetInt64(GetResultDatum(0, 4, &isnull));
+
+			out->outcome = version == 0 ? "claimed" : "recovered";
+			for (int i = 0; i < 5; i++)
+				out->values[i + 1] = GetResultDatum(0, i + 1, &out->nulls[i + 1]);
+			return;
+		}
+
+		if (ExecSaved(&existing_run_stmt, lookup, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "run look-up failed");
+		if (SPI_processed == 0)
+			continue;
+
+		existing_hash = DatumGetByteaPP(GetResultDatum(0, 5, &isnull));
+		if (VARSIZE_ANY_EXHDR(existing_hash) != VARSIZE_ANY_EXHDR(hash) ||
+			memcmp(VARDATA_ANY(existing_hash), VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash)) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEMGATE_PAYLOAD_MISMATCH),
+					 errmsg("idempotency key \"%s\" was already used with a different payload",
+							text_to_cstring(key)),
+					 errdetail("The payload hash differs from the one stored when the key was first claimed."),
+					 errhint("Stop and investigate: a changed business input under the same key hides upstream corruption. Use idemgate.supersede() for an intended correction.")));
+
+		out->outcome = "duplicate";
+		out->values[1] = GetResultDatum(0, 1, &out->nulls[1]);
+		out->values[2] = GetResultDatum(0, 2, &out->nulls[2]);
+		out->nulls[3] = true;	/* lease_owner is never shown to a duplicate */
+		out->values[3] = (Datum) 0;
+		out->values[4] = GetResultDatum(0, 3, &out->nulls[4]);
+		out->values[5] = GetResultDatum(0, 4, &out->nulls[5]);
+
+		dup[0] = PointerGetDatum(key);
+		dup[1] = (Datum) 0;
+		if (actor)
+		{
+			dup[1] = CStringGetTextDatum(actor);
+			dupnulls[1] = ' ';
+		}
+		dup[2] = GetResultDatum(0, 6, &isnull);
+		dupnulls[2] = isnull ? 'n' : ' ';
+		dup[3] = out->values[2];
+		dup[4] = out->values[4];
+		if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record duplicate claim");
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not claim key \"%s\": it was removed concurrently", text_to_cstring(key)),
+			 errhint("Retry the call.")));
+}
+
+/* LeaseArg returns a lease interval argument: positive, within max_lease_life. */
+static Interval *
+LeaseArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	return IntervalArg(fcinfo, argno, name, 0,
+					   (int64) IdemgateMaxLeaseLifeSecs * USECS_PER_SEC,
+					   "Leases are capped by idemgate.max_lease_life.");
+}
+
+/* EmitClaimResult puts a claim outcome into the function's result set. */
+static void
+EmitClaimResult(FunctionCallInfo fcinfo, ClaimResult *res)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	res->values[0] = CStringGetTextDatum(res->outcome);
+	res->nulls[0] = false;
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, res->values, res->nulls);
+}
+
+/* OptionalText returns argument argno as text, or NULL. */
+static text *
+OptionalText(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_ARGISNULL(argno) ? NULL : PG_GETARG_TEXT_PP(argno);
+}
+
+/*
+ * idemgate_claim implements claim(key, payload, lease, workflow, owner):
+ * exactly one row, outcome claimed, recovered or duplicate.
+ */
+Datum
+idemgate_claim(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	Jsonb	   *payload;
+	Interval   *lease;
+	ClaimResult res;
+
+	RequireArg(fcinfo, 1, "payload");
+	payload = PG_GETARG_JSONB_P(1);
+	lease = LeaseArg(fcinfo, 2, "lease");
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ConnectSPI();
+	ClaimRun(key, payload, lease, OptionalText(fcinfo, 3),
+			 PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), NULL, NULL, &res);
+	EmitClaimResult(fcinfo, &res);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* RequestField finds field name in the request object, or NULL. */
+static JsonbValue *
+RequestField(Jsonb *request, const char *name)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(&request->root, name, strlen(name), NULL);
+
+	if (v != NULL && v->type == jbvNull)
+		return NULL;
+	return v;
+}
+
+/* RequestString returns a string field as text, checking its type. */
+static text *
+RequestString(Jsonb *request, const char *name, bool required)
+{
+	JsonbValue *v = RequestField(request, name);
+
+	if (v == NULL)
+	{
+		if (required)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("field \"%s\" of argument \"request\" must not be missing or null", name)));
+		return NULL;
+	}
+	if (v->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" of argument \"request\" must be a JSON string", name)));
+	return cstring_to_text_with_len(v->val.string.val, v->val.string.len);
+}
+
+/*
+ * ParseRequestText converts a string field with a type's input function,
+ * reporting bad input as 22023 naming the field. Input functions only
+ * allocate and raise, so catching their error without a subtransaction is
+ * safe.
+ */
+static Datum
+ParseRequestText(text *value, const char *field, PGFunction input, const char *what)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	char	   *str = text_to_cstring(value);
+	volatile Datum result = (Datum) 0;
+	volatile bool failed = false;
+
+	PG_TRY();
+	{
+		if (input == interval_in)
+			result = DirectFunctionCall3(interval_in, CStringGetDatum(str),
+										 ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		else
+			result = DirectFunctionCall1(input, CStringGetDatum(str));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcontext);
+		FlushErrorState();
+		failed = true;
+	}
+	PG_END_TRY();
+	if (failed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" of argument \"request\" must be %s, not \"%s\"",
+						field, what, str)));
+	return result;
+}
+
+/*
+ * idemgate_claim_request implements claim(request jsonb), the form for
+ * n8n: the arguments come from the fields key, payload, lease, workflow and
+ * owner of one JSON object.
+ */
+Datum
+idemgate_claim_request(PG_FUNCTION_ARGS)
+{
+	static const char *const known[] = {"key", "payload", "lease", "workflow", "owner", NULL};
+	Jsonb	   *request;
+	text	   *key;
+	JsonbValue *payload_value;
+	Jsonb	   *payload;
+	text	   *lease_text;
+	text	   *workflow;
+	text	   *owner_text;
+	Interval   *lease;
+	pg_uuid_t  *owner = NULL;
+	ClaimResult res;
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	RequireArg(fcinfo, 0, "request");
+	request = PG_GETARG_JSONB_P(0);
+	if (!JB_ROOT_IS_OBJECT(request))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"request\" must be a JSON object with fields key, payload, lease, workflow and owner")));
+
+	/* An unknown field is most likely a typo ("paylaod"): refuse it. */
+	it = JsonbIteratorInit(&request->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			bool		ok = false;
+
+			for (int i = 0; known[i] != NULL && !ok; i++)
+				ok = v.val.string.len == strlen(known[i]) &&
+					memcmp(v.val.string.val, known[i], v.val.string.len) == 0;
+			if (!ok)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown field \"%s\" in argument \"request\"",
+								pnstrdup(v.val.string.val, v.val.string.len)),
+						 errhint("The fields are key, payload, lease, workflow and owner.")));
+		}
+	}
+
+	key = RequestString(request, "key", true);
+	CheckKeyText(key, "key");
+	payload_value = RequestField(request, "payload");
+	if (payload_value == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("field \"payload\" of argument \"request\" must not be missing or null")));
+	payload = JsonbValueToJsonb(payload_value);
+
+	lease_text = RequestString(request, "lease", false);
+	if (lease_text == NULL)
+		lease = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum("5 minutes"),
+													  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+	else
+	{
+		int64		usecs;
+
+		lease = DatumGetIntervalP(ParseRequestText(lease_text, "lease", interval_in, "an interval"));
+		usecs = IntervalToUsecs(lease);
+		if (usecs <= 0 || usecs > (int64) IdemgateMaxLeaseLifeSecs * USECS_PER_SEC)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("field \"lease\" of argument \"request\" must be greater than 0 and at most idemgate.max_lease_life (%d s)",
+							IdemgateMaxLeaseLifeSecs)));
+	}
+	workflow = RequestString(request, "workflow", false);
+	owner_text = RequestString(request, "owner", false);
+	if (owner_text != NULL)
+		owner = DatumGetUUIDP(ParseRequestText(owner_text, "owner", uuid_in, "a UUID"));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ConnectSPI();
+	ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, &res);
+	EmitClaimResult(fcinfo, &res);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * idemgate_claim_lease implements claim_lease(key, payload_hash, owner,
+ * lease): the seed's single statement. One row when claimed or recovered,
+ * none otherwise; it never raises for a busy or finished key.
+ */
+Datum
+idemgate_claim_lease(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	bytea	   *hash;
+	pg_uuid_t  *owner;
+	Interval   *lease;
+	Datum		values[8];
+	char		nulls[8] = {' ', 'n', ' ', 'n', ' ', ' ', 'n', 'n'};
+	ReturnSetInfo *rsinfo;
+
+	RequireArg(fcinfo, 1, "payload_hash");
+	hash = PG_GETARG_BYTEA_PP(1);
+	if (VARSIZE_ANY_EXHDR(hash) != IDEMGATE_SHA256_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"payload_hash\" must be a 32-byte SHA-256 digest, not %d bytes",
+						(int) VARSIZE_ANY_EXHDR(hash)),
+				 errhint("Compute it with idemgate.hash_payload(payload).")));
+	RequireArg(fcinfo, 2, "owner");
+	owner = PG_GETARG_UUID_P(2);
+	lease = LeaseArg(fcinfo, 3, "lease");
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	values[0] = PointerGetDatum(key);
+	values[1] = values[3] = values[6] = values[7] = (Datum) 0;
+	values[2] = PointerGetDatum(hash);
+	values[4] = UUIDPGetDatum(owner);
+	values[5] = IntervalPGetDatum(lease);
+	if (ExecSaved(&claim_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "claim statement failed");
+	if (SPI_processed == 1)
+	{
+		Datum		row[3];
+		bool		rownulls[3];
+
+		row[0] = GetResultDatum(0, 1, &rownulls[0]);
+		row[1] = GetResultDatum(0, 3, &rownulls[1]);
+		row[2] = GetResultDatum(0, 4, &rownulls[2]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* idemgate_hash_payload returns the SHA-256 of the payload's canonical text. */
+Datum
+idemgate_hash_payload(PG_FUNCTION_ARGS)
+{
+	RequireArg(fcinfo, 0, "payload");
+	PG_RETURN_BYTEA_P(HashJsonbPayload(PG_GETARG_JSONB_P(0)));
+}
+
+/* StateArg returns a required run-state argument, checked against the list. */
+static char *
+StateArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	char	   *state;
+
+	RequireArg(fcinfo, argno, name);
+	state = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (!IsRunState(state))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be a run state, not \"%s\"", name, state),
+				 errhint("The states are processing, awaiting_human, approved, completed, failed_retryable and failed_terminal.")));
+	return state;
+}
+
+/*
+ * idemgate_cas_transition implements cas_transition(key, owner, version,
+ * new_state, result): the new version, or NULL when ownership was lost.
+ */
+Datum
+idemgate_cas_transition(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	pg_uuid_t  *owner;
+	int64		version;
+	char	   *new_state;
+	Jsonb	   *result;
+	OwnedRun	run;
+	int64		new_version;
+
+	RequireArg(fcinfo, 1, "owner");
+	owner = PG_GETARG_UUID_P(1);
+	RequireArg(fcinfo, 2, "version");
+	version = PG_GETARG_INT64(2);
+	new_state = StateArg(fcinfo, 3, "new_state");
+	result = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+
+	ConnectSPI();
+	LockOwnedRun(key, owner, version, &run);
+	if (!run.found || !run.owned)
+	{
+		SPI_finish();
+		PG_RETURN_NULL();
+	}
+	if (!CasAllowed(run.state, new_state))
+		ReportIllegalTransition(text_to_cstring(key), run.state, new_state);
+
+	new_version = SetRunState(key, run.state, new_state, result,
+							  strncmp(new_state, "failed_", 7) == 0, NULL, NULL);
+	if (strcmp(new_state, "failed_terminal") == 0)
+	{
+		char	   *error = result ? JsonbToCString(NULL, &result->root, VARSIZE(result)) : NULL;
+
+		RecordDeadLetter("run", key, NULL, NULL, run.payload, "terminal", error,
+						 run.failures + 1);
+	}
+	SPI_finish();
+	PG_RETURN_INT64(new_version);
+}
+
+/*
+ * idemgate_renew_lease implements renew_lease(key, owner, version,
+ * extend_by): the new expiry, or NULL when the caller no longer owns a live
+ * processing lease or the renewal would outlive idemgate.max_lease_life.
+ */
+Datum
+idemgate_renew_lease(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	Datum		values[5];
+	bool		isnull;
+	Datum		expires;
+
+	RequireArg(fcinfo, 1, "owner");
+	RequireArg(fcinfo, 2, "version");
+	(void) LeaseArg(fcinfo, 3, "extend_by");
+
+	values[0] = PointerGetDatum(key);
+	values[1] = PG_GETARG_DATUM(1);
+	values[2] = PG_GETARG_DATUM(2);
+	values[3] = PG_GETARG_DATUM(3);
+	values[4] = IntervalPGetDatum(UsecsToInterval((int64) IdemgateMaxLeaseLifeSecs * USECS_PER_SEC));
+
+	ConnectSPI();
+	if (ExecSaved(&renew_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "renew statement failed");
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		PG_RETURN_NULL();
+	}
+	expires = GetResultDatum(0, 1, &isnull);
+	SPI_finish();
+	PG_RETURN_DATUM(expires);	/* timestamptz is by value */
+}
+
+/*
+ * idemgate_fail implements fail(key, owner, version, error_class, error,
+ * retryable): the new state, or NULL when ownership was lost. A retryable
+ * failure becomes terminal once the run has failed max_run_attempts times;
+ * a terminal failure leaves a dead letter with the full payload.
+ */
+Datum
+idemgate_fail(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	pg_uuid_t  *owner;
+	int64		version;
+	char	   *error_class;
+	char	   *error;
+	bool		retryable;
+	OwnedRun	run;
+	const char *new_state;
+	int			failures;
+	EventDetails result;
+
+	RequireArg(fcinfo, 1, "owner");
+	owner = PG_GETARG_UUID_P(1);
+	RequireArg(fcinfo, 2, "version");
+	version = PG_GETARG_INT64(2);
+	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", 100));
+	error = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	RequireArg(fcinfo, 5, "retryable");
+	retryable = PG_GETARG_BOOL(5);
+
+	ConnectSPI();
+	LockOwnedRun(key, owner, version, &run);
+	if (!run.found || !run.owned)
+	{
+		SPI_finish();
+		PG_RETURN_NULL();
+	}
+
+	failures = run.failures + 1;
+	if (strcmp(run.state, "processing") == 0)
+		new_state = (retryable && failures < IdemgateMaxRunAttempts) ?
+			"failed_retryable" : "failed_terminal";
+	else if (!retryable && (strcmp(run.state, "awaiting_human") == 0 ||
+							strcmp(run.state, "approved") == 0))
+		new_state = "failed_terminal";
+	else
+	{
+		ReportIllegalTransition(text_to_cstring(key), run.state,
+								retryable ? "failed_retryable" : "failed_terminal");
+		new_state = NULL;		/* keep compiler quiet */
+	}
+
+	DetailsInit(&result);
+	DetailsText(&result, "error_class", error_class);
+	DetailsText(&result, "error", error);
+	DetailsInt(&result, "failures", failures);
+	SetRunState(key, run.state, new_state, DetailsFinish(&result), true, NULL, NULL);
+	if (strcmp(new_state, "failed_terminal") == 0)
+		RecordDeadLetter("run", key, NULL, NULL, run.payload, error_class, error, failures);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(new_state));
+}
+
+/*
+ * idemgate_supersede implements supersede(original_key, new_key, payload,
+ * operator, reason, lease): the only replay of a finished key. The new key
+ * is claimed with replaces_key set; the original run is never modified.
+ */
+Datum
+idemgate_supersede(PG_FUNCTION_ARGS)
+{
+	text	   *original = KeyArg(fcinfo, 0, "original_key");
+	text	   *new_key = KeyArg(fcinfo, 1, "new_key");
+	Jsonb	   *payload;
+	char	   *operator_name;
+	char	   *reason;
+	Interval   *lease;
+	Datum		values[1];
+	bool		isnull;
+	char	   *state;
+	Datum		workflow;
+	bool		workflow_null;
+	ClaimResult res;
+
+	RequireArg(fcinfo, 2, "payload");
+	payload = PG_GETARG_JSONB_P(2);
+	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", 200));
+	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", 2000));
+	lease = LeaseArg(fcinfo, 5, "lease");
+	if (VARSIZE_ANY_EXHDR(original) == VARSIZE_ANY_EXHDR(new_key) &&
+		memcmp(VARDATA_ANY(original), VARDATA_ANY(new_key), VARSIZE_ANY_EXHDR(new_key)) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"new_key\" must differ from \"original_key\""),
+				 errhint("A correction is a new business event with its own key issued upstream.")));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ConnectSPI();
+	values[0] = PointerGetDatum(original);
+	if (ExecSaved(&lock_original_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "run look-up failed");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
+				 errmsg("run \"%s\" does not exist", text_to_cstring(original))));
+	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+	workflow = GetResultDatum(0, 2, &workflow_null);
+	if (strcmp(state, "completed") != 0 && strcmp(state, "failed_terminal") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+				 errmsg("run \"%s\" is %s; only completed or failed_terminal runs can be superseded",
+						text_to_cstring(original), state),
+				 errhint("A run in progress recovers through claim; wait for it to finish.")));
+
+	ClaimRun(new_key, payload, lease, workflow_null ? NULL : DatumGetTextPP(workflow),
+			 NULL, original, operator_name, &res);
+	if (strcmp(res.outcome, "claimed") == 0)
+	{
+		EventDetails details;
+
+		DetailsInit(&details);
+		DetailsText(&details, "new_key", text_to_cstring(new_key));
+		DetailsText(&details, "reason", reason);
+		DetailsText(&details, "original_state", state);
+		RecordEvent(original, NULL, "superseded", operator_name, DetailsFinish(&details));
+	}
+	EmitClaimResult(fcinfo, &res);
+	SPI_finish();
+	return (Datum) 0;
+}

@@ -1,0 +1,59 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/spi_util.c
+ *	  Saved SPI plans: each statement is parsed and planned once per
+ *	  backend, then reused. Statements are parameterised; no value is ever
+ *	  spliced into SQL text.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+#include "spi_util.h"
+
+/* ConnectSPI connects to SPI or raises an error. */
+void
+ConnectSPI(void)
+{
+	int			rc = SPI_connect();
+
+	if (rc != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * ExecSaved runs a saved statement, preparing it on first use, and returns
+ * the SPI result code. Errors from the statement propagate as usual.
+ */
+int
+ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
+		  bool read_only, long count)
+{
+	int			rc;
+
+	if (stmt->plan == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 stmt->sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		stmt->plan = plan;
+	}
+	rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s",
+			 stmt->sql, SPI_result_code_string(rc));
+	return rc;
+}
+
+/* GetResultDatum returns column col (1-based) of result row row. */
+Datum
+GetResultDatum(int row, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
