@@ -273,3 +273,21 @@ SELECT pg_temp.sqlstate_of(format('SELECT idemgate.validate(%L, %L)', '{}',
 SELECT valid, jsonb_array_length(errors), errors->0, errors->9999
   FROM idemgate.validate((SELECT jsonb_agg(i) FROM generate_series(1, 10000) i), '{"items": {"type": "string"}}');
 
+
+-- Privileges: not executable by PUBLIC; the client bundle may call it.
+CREATE ROLE validate_client;
+CREATE ROLE validate_nobody;
+SELECT idemgate.grant_role('validate_client', 'client');
+SELECT b.bundle FROM idemgate.bundle_members b
+ WHERE b.fn = 'idemgate.validate(jsonb,jsonb)'::regprocedure ORDER BY 1;
+SET ROLE validate_client;
+SELECT * FROM idemgate.validate('{"id": 1}', '{"required": ["id"]}');
+RESET ROLE;
+-- Even with the schema usable, a role without the bundle cannot execute it.
+GRANT USAGE ON SCHEMA idemgate TO validate_nobody;
+SET ROLE validate_nobody;
+SELECT pg_temp.sqlstate_of($q$SELECT idemgate.validate('1', '{}')$q$);
+RESET ROLE;
+DROP OWNED BY validate_client, validate_nobody;
+DROP ROLE validate_client;
+DROP ROLE validate_nobody;
