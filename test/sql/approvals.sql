@@ -177,7 +177,8 @@ SELECT * FROM idemgate.request_approval('approvals-no-such-key', gen_random_uuid
                                         '{"type": "email", "target": "x", "payload": {}}');
 SELECT pg_temp.run_state('stranger'),
        (SELECT count(*) FROM idemgate.approvals WHERE idempotency_key = 'approvals-stranger') AS approvals,
-       (SELECT count(*) FROM idemgate.events WHERE idempotency_key = 'approvals-stranger') AS events;
+       (SELECT count(*) FROM idemgate.events WHERE idempotency_key = 'approvals-stranger'
+          AND kind IN ('state_changed', 'approval_requested', 'effects_enqueued')) AS events;
 
 -- A second request while awaiting_human: IG002.
 SELECT pg_temp.ask('twice');
