@@ -19,7 +19,8 @@ BEGIN
   SELECT * INTO c FROM idemgate.claim('approvals-' || p_name, jsonb_build_object('ticket', p_name));
   SELECT * INTO a FROM idemgate.request_approval(c.idempotency_key, c.lease_owner, c.version, p_effects,
       '1 hour', '{"title": "Refund 42 EUR", "model": "m-1", "source_url": "https://crm.example/t/42",
-                  "model_output": {"draft": "secret draft"}, "validation_errors": []}',
+                  "model_output": {"draft": "secret draft"}, "validation_errors": [],
+                  "idempotency_key": "forged", "expires_at": "2099-01-01T00:00:00+00:00"}',
       p_audience, p_requested_by);
   INSERT INTO t VALUES (p_name, c.idempotency_key, c.lease_owner, c.version, a.version, a.approval_id, a.token);
 END $$;
@@ -47,7 +48,8 @@ SELECT kind, actor, details - 'approval_id' - 'expires_at' - 'info' AS details, 
 FROM idemgate.events WHERE idempotency_key = 'approvals-ok' AND kind IN ('approval_requested', 'state_changed')
 ORDER BY id;
 
--- Peek (the GET page): card with key and expiry, effects, status; changes nothing.
+-- Peek (the GET page): card with the true key and expiry (whatever the caller
+-- put there), effects, status; changes nothing.
 CREATE TEMP TABLE before_peek AS
   SELECT (SELECT count(*) FROM idemgate.events) AS events, a.* FROM idemgate.approvals a;
 SELECT p.approval_id = t.approval_id AS same_approval, p.idempotency_key, p.status, p.allowed_decisions,
