@@ -210,6 +210,21 @@ SELECT kind, details->>'bundle' AS bundle, actor = session_user AS by_session_us
 FROM idemgate.events WHERE kind IN ('role_granted', 'role_revoked') AND details->>'role' = 'privileges_both'
 ORDER BY id;
 
+-- Granting twice is harmless (one record); revoking a bundle the role does
+-- not hold changes nothing; revoking reader from an operator keeps the
+-- audit trail readable (operator holds reader's relations too); an unknown
+-- role is an error of the call.
+SELECT idemgate.grant_role('privileges_reader', 'reader');
+SELECT count(*) AS records FROM idemgate.granted_bundles WHERE role = 'privileges_reader'::regrole;
+SELECT idemgate.revoke_role('privileges_approver', 'client');
+SELECT * FROM pg_temp.rights_mismatch('privileges_approver', 'approver');
+SELECT idemgate.grant_role('privileges_both', 'reader');
+SELECT idemgate.revoke_role('privileges_both', 'reader');
+SELECT has_table_privilege('privileges_both', 'idemgate.events', 'SELECT') AS events,
+       has_table_privilege('privileges_both', 'idemgate.approval_status', 'SELECT') AS approval_status,
+       has_table_privilege('privileges_both', 'idemgate.approvals', 'SELECT') AS approvals;
+SELECT pg_temp.code_of($$SELECT idemgate.grant_role('privileges_no_such_role', 'client')$$) AS unknown_role;
+
 -- Clean up the roles.
 SELECT idemgate.revoke_role('privileges_approver', 'approver');
 SELECT idemgate.revoke_role('privileges_reader', 'reader');
