@@ -250,3 +250,24 @@ SELECT status, decision, approver_subject FROM idemgate.approval_status s JOIN t
 ORDER BY t.name;
 SELECT count(*) AS token_columns FROM information_schema.columns
 WHERE table_schema = 'idemgate' AND table_name = 'approval_status' AND column_name LIKE '%token%';
+
+-- The n8n calls of docs/approvals.md, as written there (one JSON parameter
+-- for the request; the GET page peeks; the POST consumes).
+SELECT lease_owner AS n8n_owner, version AS n8n_version FROM idemgate.claim('approvals-n8n', '{"ticket": "n8n"}') \gset
+PREPARE n8n_ask(text) AS
+SELECT a.approval_id, a.token, a.expires_at, a.version
+FROM (SELECT $1::jsonb AS r) p,
+     idemgate.request_approval(p.r->>'key', (p.r->>'owner')::uuid, (p.r->>'version')::bigint,
+                               p.r->'effects', interval '24 hours', p.r->'card',
+                               audience => ARRAY['maria@example.com', 'joan@example.com'],
+                               requested_by => 'n8n:refunds') a;
+EXECUTE n8n_ask(pg_catalog.jsonb_build_object('key', 'approvals-n8n', 'owner', :'n8n_owner', 'version', :n8n_version,
+    'effects', '[{"type": "email", "target": "ana@example.com", "payload": {"body": "Hola, Ana"}}]'::jsonb,
+    'card', '{"title": "Refund, 42 EUR", "source_url": "https://helpdesk.example/tickets/4471"}'::jsonb)::text) \gset n8n_
+SELECT length(:'n8n_token') AS token_length, :n8n_version AS new_version;
+SELECT idempotency_key, status, allowed_decisions, card->>'title' AS title, effects->0->>'target' AS target
+FROM idemgate.peek_approval(:'n8n_token');
+SELECT outcome, idempotency_key, effect_ids FROM idemgate.consume_approval(:'n8n_token', 'approve', 'bob@example.com');
+SELECT outcome, idempotency_key, cardinality(effect_ids) AS effects
+FROM idemgate.consume_approval(:'n8n_token', 'approve', 'maria@example.com', 'looks right');
+SELECT pg_temp.run_state('n8n'), (SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'approvals-n8n') AS effects;
