@@ -23,7 +23,8 @@
  * Approval waits are consumed_at - created_at of the approvals consumed in
  * the window. The backlog figures (unknown_effects, dead_letters_open,
  * oldest_dead_letter_age, actions_enabled) are the state now, whatever
- * since says. Rates are NULL when their denominator is zero.
+ * since says; actions_enabled is read by ActionsEnabled(), like the
+ * dispatcher does. Rates are NULL when their denominator is zero.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +40,7 @@
 #include "utils/timestamp.h"
 
 #include "args.h"
+#include "killswitch.h"
 #include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(idemgate_metrics);
@@ -53,7 +55,6 @@ PG_FUNCTION_INFO_V1(idemgate_prometheus);
 static SavedStatement metrics_stmt = {
 	"WITH ev AS ("
 	" SELECT"
-	"  pg_catalog.count(*) FILTER (WHERE e.kind IN ('claimed', 'recovered', 'duplicate')) AS claims,"
 	"  pg_catalog.count(*) FILTER (WHERE e.kind = 'duplicate') AS duplicates,"
 	"  pg_catalog.count(*) FILTER (WHERE e.kind = 'recovered') AS recovered,"
 	"  pg_catalog.count(*) FILTER (WHERE e.kind = 'approval_decided') AS approvals_decided,"
@@ -70,9 +71,12 @@ static SavedStatement metrics_stmt = {
 	"      AND e.details ->> 'new_state' = 'failed'"
 	"      AND e.details ->> 'error_class' IS DISTINCT FROM 'rejected') AS retry_exhausted"
 	" FROM idemgate.events e"
-	" WHERE e.kind = ANY ('{claimed,recovered,duplicate,approval_decided,validation_recorded,"
+	" WHERE e.kind = ANY ('{recovered,duplicate,approval_decided,validation_recorded,"
 	"effects_enqueued,effect_failed}'::text[])"
 	"   AND e.at >= $1 AND e.at <= pg_catalog.now()"
+	"), firsts AS ("
+	" SELECT pg_catalog.count(*) AS claimed FROM idemgate.runs r"
+	" WHERE r.created_at >= $1 AND r.created_at <= pg_catalog.now()"
 	"), waits AS ("
 	" SELECT"
 	"  pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY a.consumed_at - a.created_at) AS p50,"
@@ -84,16 +88,14 @@ static SavedStatement metrics_stmt = {
 	" SELECT pg_catalog.count(*) AS open, pg_catalog.now() - pg_catalog.min(d.dead_at) AS oldest"
 	" FROM idemgate.dead_letters d WHERE d.reinjected_at IS NULL"
 	")"
-	" SELECT ev.claims, ev.duplicates,"
-	"  ev.duplicates::float8 / NULLIF(ev.claims, 0)::float8,"
+	" SELECT firsts.claimed + ev.recovered + ev.duplicates, ev.duplicates,"
+	"  ev.duplicates::float8 / NULLIF(firsts.claimed + ev.recovered + ev.duplicates, 0)::float8,"
 	"  ev.recovered, ev.approvals_decided, waits.p50, waits.p95,"
 	"  ev.validations, ev.invalid::float8 / NULLIF(ev.validations, 0)::float8,"
 	"  ev.auto_approved, ev.human_approved, ev.retries, ev.retry_exhausted,"
 	"  (SELECT pg_catalog.count(*) FROM idemgate.outbox o WHERE o.state = 'unknown'),"
-	"  dl.open, dl.oldest,"
-	"  ((SELECT c.actions_enabled FROM idemgate.control c)"
-	"   AND pg_catalog.current_setting('idemgate.actions_enabled')::boolean)"
-	" FROM ev, waits, dl",
+	"  dl.open, dl.oldest"
+	" FROM ev, firsts, waits, dl",
 	1, {TIMESTAMPTZOID}
 };
 
@@ -109,9 +111,9 @@ RunMetrics(TimestampTz since, Datum *values, bool *nulls, MemoryContext outcxt)
 
 	args[0] = TimestampTzGetDatum(since);
 	if (ExecSaved(&metrics_stmt, args, NULL, true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1 || SPI_tuptable->tupdesc->natts != METRIC_COLUMNS)
+		SPI_processed != 1 || SPI_tuptable->tupdesc->natts != METRIC_COLUMNS - 1)
 		elog(ERROR, "metrics statement failed");
-	for (int i = 0; i < METRIC_COLUMNS; i++)
+	for (int i = 0; i < METRIC_COLUMNS - 1; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(SPI_tuptable->tupdesc, i);
 		Datum		d = GetResultDatum(0, i + 1, &nulls[i]);
@@ -126,6 +128,9 @@ RunMetrics(TimestampTz since, Datum *values, bool *nulls, MemoryContext outcxt)
 		values[i] = datumCopy(d, att->attbyval, att->attlen);
 		MemoryContextSwitchTo(old);
 	}
+	/* The kill switch, exactly as the dispatcher reads it. */
+	values[METRIC_COLUMNS - 1] = BoolGetDatum(ActionsEnabled());
+	nulls[METRIC_COLUMNS - 1] = false;
 }
 
 /*

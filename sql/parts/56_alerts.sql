@@ -5,7 +5,10 @@
 -- publish_alerts can notify once per transition.
 
 -- The silence check asks, every second, for the last claim of each watched
--- workflow: a small partial index keeps that an index probe.
+-- workflow: its last new run (a first claim is recorded by the run row) and
+-- its last recovered or duplicate claim event. These indexes keep both
+-- index probes.
+CREATE INDEX runs_workflow_created_idx ON idemgate.runs (workflow, created_at);
 CREATE INDEX events_claim_workflow_idx
     ON idemgate.events ((details OPERATOR(pg_catalog.->>) 'workflow'), at)
     WHERE kind IN ('claimed', 'recovered', 'duplicate');
@@ -70,6 +73,8 @@ WITH settings AS (
 ), watched AS (
     SELECT w.workflow, w.expected_interval,
            GREATEST(w.created_at,
+                    (SELECT pg_catalog.max(r.created_at) FROM idemgate.runs r
+                      WHERE r.workflow = w.workflow),
                     (SELECT pg_catalog.max(e.at) FROM idemgate.events e
                       WHERE e.kind IN ('claimed', 'recovered', 'duplicate')
                         AND (e.details OPERATOR(pg_catalog.->>) 'workflow') = w.workflow)) AS last_seen,
