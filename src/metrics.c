@@ -83,7 +83,7 @@ static SavedStatement metrics_stmt = {
 	"  pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY a.consumed_at - a.created_at) AS p95"
 	" FROM idemgate.approvals a"
 	" WHERE a.consumed_at >= $1 AND a.consumed_at <= pg_catalog.now()"
-	"   AND a.decision IS NOT NULL"
+	"   AND a.decision IN ('approve', 'reject')"
 	"), dl AS ("
 	" SELECT pg_catalog.count(*) AS open, pg_catalog.now() - pg_catalog.min(d.dead_at) AS oldest"
 	" FROM idemgate.dead_letters d WHERE d.reinjected_at IS NULL"
