@@ -64,7 +64,12 @@
 
 #include <curl/curl.h>
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
@@ -92,6 +97,7 @@
 #include "args.h"
 #include "crypto.h"
 #include "dispatcher.h"
+#include "endpoints.h"
 #include "guc.h"
 #include "http.h"
 #include "killswitch.h"
@@ -167,7 +173,7 @@ static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
 /* ---------------------------------------------------------------- SQL */
 
 /*
- * The claim: due pending effects of approved (or completed) runs whose
+ * The claim: due pending effects of approved runs (as claim_effects) whose
  * type has an endpoint, oldest first per type, skipping rows another
  * dispatcher or a pull worker holds. The body is built here so that it is
  * exactly the documented object.
@@ -181,8 +187,8 @@ static SavedStatement claim_stmt = {
 	"   WHERE o.effect_type OPERATOR(pg_catalog.=) e.effect_type"
 	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"
 	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-	"     AND r.state OPERATOR(pg_catalog.=) ANY ('{approved,completed}'::text[])"
-	"   ORDER BY o.next_attempt_at LIMIT $1"
+	"     AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   ORDER BY o.next_attempt_at, o.created_at LIMIT $1"
 	"   FOR UPDATE OF o SKIP LOCKED) d"
 	" LIMIT $1"
 	")"
@@ -198,7 +204,7 @@ static SavedStatement claim_stmt = {
 	"   e.honors_idempotency_key, e.provider_id_field,"
 	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"
 	"         FROM pg_catalog.jsonb_each_text(e.headers) h"
-	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect}'::text[])),"
+	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"
 	"   pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
 	"     'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
 	"     'attempt', o.attempts)::text",
@@ -280,6 +286,36 @@ RegisterIdemgateLauncher(void)
 	RegisterBackgroundWorker(&bgw);
 }
 
+/*
+ * DatabaseOidByName finds a database by scanning pg_database, as the
+ * autovacuum launcher does: a process connected to no database can read
+ * shared catalogs only by heap scan. InvalidOid when there is none.
+ */
+static Oid
+DatabaseOidByName(const char *name)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	Oid			result = InvalidOid;
+
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (strcmp(NameStr(db->datname), name) == 0 && db->datconnlimit != DATCONNLIMIT_INVALID_DB)
+		{
+			result = db->oid;
+			break;
+		}
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
 /* StartDispatcher starts dispatcher slot in database dboid. */
 static BackgroundWorkerHandle *
 StartDispatcher(int slot, Oid dboid)
@@ -344,8 +380,11 @@ IdemgateLauncherMain(Datum main_arg)
 		MemoryContextSwitchTo(loop_cxt);
 
 		pgstat_report_activity(STATE_RUNNING, "checking idemgate.database");
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
-		dboid = get_database_oid(IdemgateDatabase, true);
+		PushActiveSnapshot(GetTransactionSnapshot());
+		dboid = DatabaseOidByName(IdemgateDatabase);
+		PopActiveSnapshot();
 		CommitTransactionCommand();
 		MemoryContextSwitchTo(loop_cxt);
 
@@ -724,6 +763,7 @@ RecordOneOutcome(Claimed *it, MemoryContext loop_cxt)
 
 	PG_TRY();
 	{
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		ConnectSPI();
@@ -791,6 +831,7 @@ DoRound(int limit, MemoryContext loop_cxt)
 	pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: recording and claiming");
 	PG_TRY();
 	{
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		ConnectSPI();
@@ -867,6 +908,7 @@ SendStarted(MemoryContext loop_cxt)
 
 	PG_TRY();
 	{
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		ConnectSPI();
@@ -889,17 +931,18 @@ SendStarted(MemoryContext loop_cxt)
 	for (int i = 0; i < n_started; i++)
 	{
 		Claimed	   *it = started[i];
-		const char *why;
+		char	   *why;
 
 		if (!enabled || got_sigterm)
 		{
 			it->fate = FATE_RELEASE;
 			QueueForRecording(it);
 		}
-		else if (!HttpUrlAllowed(it->req.url, &why))
+		else if (!EndpointUrlAllowed(it->req.url, &why))
 		{
 			it->fate = FATE_DENIED;
-			it->denied_why = why;
+			it->denied_why = MemoryContextStrdup(it->batch->cxt,
+												 psprintf("endpoint URL no longer allowed: %s", why));
 			QueueForRecording(it);
 		}
 		else if (!HttpStart(&it->req))
@@ -935,6 +978,7 @@ RunIfExists(const char *signature, SavedStatement *stmt, double arg,
 {
 	PG_TRY();
 	{
+		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		ConnectSPI();

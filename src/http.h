@@ -55,7 +55,6 @@ extern int	HttpInFlight(void);
 extern int	HttpPoll(long timeout_ms, HttpRequest **done, int max_done);
 extern int	HttpAbortAll(HttpRequest **aborted, int max_aborted);
 extern void HttpRequestFree(HttpRequest *req);
-extern bool HttpUrlAllowed(const char *url, const char **why);
 extern bool HttpHeaderLineSafe(const char *line);
 
 #endif
