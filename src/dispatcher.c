@@ -540,6 +540,7 @@ ReleaseItem(Claimed *it)
  *   refused, DNS, reset, TLS        transport
  *   timeout or no response, request not yet sent      transport
  *   timeout or empty reply after the request was sent timeout_after_send
+ * libcurl never re-sends a request by itself (see RefuseRewind in http.c).
  */
 static void
 RecordOutcome(Claimed *it)
@@ -600,6 +601,10 @@ RecordOutcome(Claimed *it)
 				/* Refused or reset: retried, as the contract says. */
 				cls = "transport";
 				break;
+			case CURLE_SEND_FAIL_REWIND:
+				/* The connection died after the request went out (see http.c). */
+				cls = (r->os_errno == ECONNRESET) ? "transport" : "timeout_after_send";
+				break;
 			case CURLE_UNSUPPORTED_PROTOCOL:
 			case CURLE_URL_MALFORMAT:
 				cls = "rejected";
@@ -609,8 +614,12 @@ RecordOutcome(Claimed *it)
 				cls = r->request_sent ? "timeout_after_send" : "transport";
 				break;
 		}
-		snprintf(msg, sizeof(msg), "%s%s", r->error,
-				 r->request_sent ? " (after the request was sent)" : "");
+		if (r->curl_code == CURLE_SEND_FAIL_REWIND)
+			snprintf(msg, sizeof(msg), "connection %s without a response after the request was sent",
+					 r->os_errno == ECONNRESET ? "reset" : "closed");
+		else
+			snprintf(msg, sizeof(msg), "%s%s", r->error,
+					 r->request_sent ? " (after the request was sent)" : "");
 	}
 
 	state = FailEffect(&it->effect_id, owner, cls, msg,

@@ -93,6 +93,42 @@ WriteBody(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/*
+ * ReadBody supplies the request body. We stream it through a read callback
+ * (rather than CURLOPT_POSTFIELDS) only so that RefuseRewind below can stop
+ * libcurl from re-sending it.
+ */
+static size_t
+ReadBody(char *buffer, size_t size, size_t nitems, void *userdata)
+{
+	HttpRequest *req = (HttpRequest *) userdata;
+	size_t		room = size * nitems;
+	size_t		left = req->body_len - req->body_sent;
+	size_t		n = Min(room, left);
+
+	memcpy(buffer, req->body + req->body_sent, n);
+	req->body_sent += n;
+	return n;
+}
+
+/*
+ * RefuseRewind makes a silent re-send impossible. When a reused keep-alive
+ * connection dies without a response, libcurl retries the request on
+ * another connection (up to five times) — for a POST that the provider may
+ * already have acted on, that is a duplicate effect. A retry must rewind
+ * the body; refusing turns it into CURLE_SEND_FAIL_REWIND, which we
+ * classify like any other "no response after the request was sent".
+ */
+static int
+RefuseRewind(void *userdata, curl_off_t offset, int origin)
+{
+	HttpRequest *req = (HttpRequest *) userdata;
+
+	if (offset == 0 && origin == SEEK_SET && req->body_sent == 0)
+		return CURL_SEEKFUNC_OK;	/* nothing was sent yet: harmless */
+	return CURL_SEEKFUNC_CANTSEEK;
+}
+
 /* WriteHeader notes that a response began and keeps its Retry-After. */
 static size_t
 WriteHeader(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -189,6 +225,12 @@ FinishRequest(HttpRequest *req, CURLcode code)
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
 	req->status = (code == CURLE_OK) ? status : 0;
 	req->request_sent = HttpRequestWasSent(req, easy);
+	{
+		long		os_errno = 0;
+
+		curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os_errno);
+		req->os_errno = (int) os_errno;
+	}
 	req->retry_after_usecs = ParseRetryAfter(req->retry_after_raw);
 	if (code != CURLE_OK && req->error[0] == '\0')
 		strlcpy(req->error, curl_easy_strerror(code), sizeof(req->error));
@@ -236,6 +278,8 @@ HttpStart(HttpRequest *req)
 	req->retry_after_raw = NULL;
 	req->response_started = false;
 	req->in_multi = false;
+	req->body_sent = 0;
+	req->os_errno = 0;
 
 	if (idle_count > 0)
 	{
@@ -275,7 +319,10 @@ HttpStart(HttpRequest *req)
 	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(easy, CURLOPT_POST, 1L);
-	curl_easy_setopt(easy, CURLOPT_POSTFIELDS, req->body);
+	curl_easy_setopt(easy, CURLOPT_READFUNCTION, ReadBody);
+	curl_easy_setopt(easy, CURLOPT_READDATA, req);
+	curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, RefuseRewind);
+	curl_easy_setopt(easy, CURLOPT_SEEKDATA, req);
 	curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_len);
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, req->timeout_ms);

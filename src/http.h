@@ -37,6 +37,7 @@ typedef struct HttpRequest
 	char	   *resp_body;		/* malloc'd, NUL-terminated, may be NULL */
 	size_t		resp_len;
 	char		error[256];		/* human-readable transport error */
+	int			os_errno;		/* errno of the last socket failure, 0 if none */
 
 	/* private */
 	void	   *easy;
@@ -44,6 +45,7 @@ typedef struct HttpRequest
 	char	   *retry_after_raw;
 	bool		response_started;
 	bool		in_multi;
+	size_t		body_sent;
 	struct HttpRequest *flight_prev;
 	struct HttpRequest *flight_next;
 } HttpRequest;
