@@ -1,6 +1,7 @@
 -- idemgate.validate: a JSON Schema subset for a model's structured output.
 -- Every expectation below would change if the validator were wrong.
 CREATE EXTENSION IF NOT EXISTS idemgate;
+SET client_min_messages = notice;
 \set VERBOSITY terse
 
 -- Error cases are shown as "SQLSTATE: message" so the code is part of the
