@@ -39,16 +39,14 @@ TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events,
 -- denominator), no dead letter so no age.
 SELECT * FROM idemgate.metrics();
 
--- Claims: six new keys (one of them 8 days old), three duplicates inside the
--- window and one outside, one recovery.
+-- Claims: nine new keys (metrics-9 of them 8 days old), three duplicates
+-- inside the window and one outside, one recovery.
 SELECT count(*) FROM (SELECT (idemgate.claim('metrics-' || i, '{"n": 1}', workflow => 'metrics-wf')).outcome
-                        FROM generate_series(1, 6) AS i) c;
+                        FROM generate_series(1, 9) AS i) c;
 SELECT outcome FROM idemgate.claim('metrics-1', '{"n": 1}');
 SELECT outcome FROM idemgate.claim('metrics-1', '{"n": 1}');
 SELECT outcome FROM idemgate.claim('metrics-2', '{"n": 1}');
-SELECT outcome FROM idemgate.claim('metrics-6', '{"n": 1}');
-UPDATE idemgate.runs SET created_at = now() - interval '8 days' WHERE idempotency_key = 'metrics-6';
-UPDATE idemgate.events SET at = now() - interval '8 days' WHERE idempotency_key = 'metrics-6';
+SELECT outcome FROM idemgate.claim('metrics-9', '{"n": 1}');
 UPDATE idemgate.runs SET lease_expires_at = now() - interval '1 second' WHERE idempotency_key = 'metrics-3';
 SELECT outcome FROM idemgate.claim('metrics-3', '{"n": 1}');
 
@@ -62,60 +60,68 @@ SELECT valid, attempt FROM idemgate.record_validation('metrics-2', :'o2', :v2, '
 -- A lost owner's call is not a validation.
 SELECT valid FROM idemgate.record_validation('metrics-2', :'o1', :v2, '{"b": 2}', '{"required": ["b"]}');
 
--- Approvals: four decided in the window after waits of 10, 20, 30 and 40
--- minutes (three approved, one rejected), one decided 8 days ago, one
--- pending; automatic enqueues: two.
--- Approvals scripted as rows (until request/consume_approval are merged).
-INSERT INTO idemgate.approvals (approval_id, idempotency_key, token_hash, allowed_decisions, expires_at,
-                                consumed_at, decision, effects, created_at)
-SELECT gen_random_uuid(), 'metrics-' || k, sha256(convert_to('metrics-token-' || i, 'UTF8')), '{approve,reject}',
-       now() + interval '1 day', c, d, '[]', COALESCE(c - w, now())
-  FROM (VALUES (1, 1, now(), 'approve', interval '10 minutes'),
-               (2, 2, now(), 'approve', interval '20 minutes'),
-               (3, 3, now(), 'approve', interval '30 minutes'),
-               (4, 4, now(), 'reject', interval '40 minutes'),
-               (5, 5, now() - interval '8 days', 'approve', interval '100 minutes'),
-               (6, 5, NULL, NULL, interval '0')) AS a(i, k, c, d, w);
-INSERT INTO idemgate.events (at, idempotency_key, kind, details)
-SELECT consumed_at, idempotency_key, 'approval_decided',
-       jsonb_build_object('approval_id', approval_id, 'decision', decision,
-                          'wait_seconds', extract(epoch FROM consumed_at - created_at))
-  FROM idemgate.approvals WHERE consumed_at IS NOT NULL;
-INSERT INTO idemgate.events (at, idempotency_key, kind, details)
-SELECT now() - o, 'metrics-' || k, 'effects_enqueued', jsonb_build_object('automatic', a)
-  FROM (VALUES (1, true, interval '0'), (2, true, interval '0'), (1, false, interval '0'),
-               (2, false, interval '0'), (3, false, interval '0'), (4, true, interval '9 days')) AS e(k, a, o);
+-- Approvals: decided after waits of 10, 20, 30 and 40 minutes (three
+-- approved, one rejected); metrics-9's was decided 8 days ago after 100
+-- minutes; metrics-5's is still pending. The waits are set on the rows
+-- after the decision (request and decision share this transaction's now()).
+CREATE FUNCTION pg_temp.decide(k text, decision text, waited interval) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r record; a record; c record;
+BEGIN
+  SELECT * INTO r FROM idemgate.runs WHERE idempotency_key = k;
+  SELECT * INTO a FROM idemgate.request_approval(k, r.lease_owner, r.version,
+                        '{"type": "metrics_human", "target": "desk", "payload": {}}');
+  IF decision IS NULL THEN RETURN 'pending'; END IF;
+  SELECT * INTO c FROM idemgate.consume_approval(a.token, decision, 'metrics-approver');
+  UPDATE idemgate.approvals SET created_at = consumed_at - waited WHERE approval_id = a.approval_id;
+  RETURN c.outcome;
+END $$;
+SELECT pg_temp.decide('metrics-1', 'approve', '10 minutes'), pg_temp.decide('metrics-2', 'approve', '20 minutes'),
+       pg_temp.decide('metrics-3', 'approve', '30 minutes'), pg_temp.decide('metrics-4', 'reject', '40 minutes'),
+       pg_temp.decide('metrics-9', 'approve', '100 minutes'), pg_temp.decide('metrics-5', NULL, NULL);
+-- metrics-9 happened 8 days ago: its run, its events and its approval.
+UPDATE idemgate.runs SET created_at = now() - interval '8 days' WHERE idempotency_key = 'metrics-9';
+UPDATE idemgate.events SET at = now() - interval '8 days' WHERE idempotency_key = 'metrics-9';
+UPDATE idemgate.approvals SET consumed_at = consumed_at - interval '8 days', created_at = created_at - interval '8 days'
+ WHERE idempotency_key = 'metrics-9';
 
--- Effects: e1 fails three times with transport errors (two retries, then
--- exhausted into a dead letter); e2 is rejected (a dead letter, not an
--- exhaustion); e3 times out after sending (unknown); e4 is delivered.
-UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = 'metrics-4';
-INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-SELECT gen_random_uuid(), 'metrics-4', 'metrics_e' || i, 'customer-' || i, '{"body": "hi"}'
-  FROM generate_series(1, 4) AS i;
+-- Automatic path: two enqueue_effect calls (metrics-6 with four effects,
+-- metrics-7 with one).
+SELECT lease_owner AS o6, version AS v6 FROM idemgate.runs WHERE idempotency_key = 'metrics-6' \gset
+SELECT lease_owner AS o7, version AS v7 FROM idemgate.runs WHERE idempotency_key = 'metrics-7' \gset
+SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('metrics-6', :'o6', :v6,
+  (SELECT jsonb_agg(jsonb_build_object('type', 'metrics_e' || i, 'target', 'customer-' || i, 'payload', '{}'))
+     FROM generate_series(1, 4) AS i));
+SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('metrics-7', :'o7', :v7,
+  '{"type": "metrics_auto", "target": "crm", "payload": {}}');
+
+-- Effects of metrics-6: e1 fails three times with transport errors (two
+-- retries, then exhausted into a dead letter); e2 is rejected (a dead
+-- letter, not an exhaustion); e3 times out after sending (unknown); e4 is
+-- delivered.
 SELECT pg_temp.attempt('metrics_e1', 'transport') AS e1_1, pg_temp.attempt('metrics_e1', 'unavailable') AS e1_2,
        pg_temp.attempt('metrics_e1', 'transport') AS e1_3, pg_temp.attempt('metrics_e1', 'transport') AS e1_4,
        pg_temp.attempt('metrics_e2', 'rejected') AS e2, pg_temp.attempt('metrics_e3', 'timeout_after_send') AS e3,
        pg_temp.attempt('metrics_e4', NULL) AS e4;
--- e2's dead letter is reinjected (no longer open); a run fails for good
--- (a second open dead letter), and e1's dead letter is two hours old.
+-- e2's dead letter is reinjected (no longer open); metrics-8 fails for
+-- good (a second open dead letter), and e1's dead letter is two hours old.
 SELECT idemgate.reinject(id, 'metrics-operator') FROM idemgate.dead_letters WHERE effect_id IS NOT NULL
    AND effect_id = (SELECT effect_id FROM idemgate.outbox WHERE effect_type = 'metrics_e2');
-SELECT lease_owner AS o5, version AS v5 FROM idemgate.runs WHERE idempotency_key = 'metrics-5' \gset
-SELECT idemgate.fail('metrics-5', :'o5', :v5, 'model', 'no usable draft', false);
+SELECT lease_owner AS o8, version AS v8 FROM idemgate.runs WHERE idempotency_key = 'metrics-8' \gset
+SELECT idemgate.fail('metrics-8', :'o8', :v8, 'model', 'no usable draft', false);
 UPDATE idemgate.dead_letters SET dead_at = now() - interval '2 hours'
  WHERE effect_id = (SELECT effect_id FROM idemgate.outbox WHERE effect_type = 'metrics_e1');
 
 -- The answers over the default window (7 days):
---   claims 9 = 5 new runs + 1 recovered + 3 duplicates; duplicate_rate 3/9;
+--   claims 12 = 8 new runs + 1 recovered + 3 duplicates; duplicate_rate 3/12;
 --   approvals 4 (3 approved), waits p50 25 min, p95 30 + 0.85 x 10 = 38.5 min;
 --   validations 4, failure rate 1/4; auto 2; retries 2; exhausted 1 (e1);
---   unknown 1 (e3); open dead letters 2 (e1, metrics-5), oldest 2 hours.
+--   unknown 1 (e3); open dead letters 2 (e1, metrics-8), oldest 2 hours.
 \x on
 SELECT * FROM idemgate.metrics();
 \x off
--- A wider window takes in the old claim, duplicate and approval: 11 claims,
--- 4 duplicates, 5 decisions (4 approved), waits over 10..40 and 100 min.
+-- A wider window takes in the old claim, duplicate and approval: 14 claims,
+-- 4 duplicates, 5 decisions (4 approved), waits over 10..40 and 100 min:
+-- p50 30 min, p95 40 + 0.8 x 60 = 88 min.
 SELECT claims, duplicates, round(duplicate_rate::numeric, 4) AS duplicate_rate, approvals_decided,
        human_approved, approval_wait_p50, approval_wait_p95
   FROM idemgate.metrics(now() - interval '10 days');
