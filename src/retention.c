@@ -38,6 +38,9 @@
 PG_FUNCTION_INFO_V1(idemgate_purge);
 PG_FUNCTION_INFO_V1(idemgate_purge_dead_letters);
 
+/* Longest bound accepted: a century. */
+#define MAX_RETENTION_USECS (INT64CONST(36500) * USECS_PER_DAY)
+
 static SavedStatement purge_stmt = {
 	"WITH doomed AS ("
 	" SELECT r.idempotency_key FROM idemgate.runs r"
@@ -80,7 +83,7 @@ static SavedStatement purge_dead_letters_stmt = {
 static Interval *
 OlderThanArg(FunctionCallInfo fcinfo)
 {
-	return IntervalArg(fcinfo, 0, "older_than", 0, PG_INT64_MAX,
+	return IntervalArg(fcinfo, 0, "older_than", 0, MAX_RETENTION_USECS,
 					   "Pass how long finished work is kept, e.g. interval '30 days' (see idemgate.retention).");
 }
 
