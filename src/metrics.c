@@ -212,9 +212,10 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	const char *w50 = "window=\"" PROMETHEUS_WINDOW_LABEL "\",quantile=\"0.5\"";
 	const char *w95 = "window=\"" PROMETHEUS_WINDOW_LABEL "\",quantile=\"0.95\"";
 	TimestampTz since = GetCurrentTransactionStartTimestamp() - PROMETHEUS_WINDOW_USECS;
+	MemoryContext outcxt = CurrentMemoryContext;	/* outlives SPI_finish */
 
 	ConnectSPI();
-	RunMetrics(since, v, n, CurrentMemoryContext);
+	RunMetrics(since, v, n, outcxt);
 	SPI_finish();
 
 #define COUNT(i) n[i], n[i] ? 0.0 : (double) DatumGetInt64(v[i])
