@@ -23,6 +23,16 @@ BEGIN
   END LOOP;
   RETURN n;
 END $$;
+-- enqueue claims key k (workflow alerts-billing) and enqueues one effect of
+-- type t per target, automatically; returns how many.
+CREATE FUNCTION pg_temp.enqueue(k text, t text, targets text[]) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE c record; e record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim(k, '{}', workflow => 'alerts-billing');
+  SELECT * INTO e FROM idemgate.enqueue_effect(k, c.lease_owner, c.version,
+    (SELECT jsonb_agg(jsonb_build_object('type', t, 'target', x, 'payload', '{}')) FROM unnest(targets) AS x));
+  RETURN cardinality(e.effect_ids);
+END $$;
 CREATE VIEW pg_temp.shown AS
 SELECT alert, severity,
        regexp_replace(regexp_replace(message, '\d\d:\d\d', 'HH:MI'), '\d{4}-\d\d-\d\d ', 'YYYY-MM-DD ') AS message,
@@ -85,16 +95,12 @@ SELECT idemgate.unwatch_workflow('alerts-wf');
 -- Failure rate: more than idemgate.alert_failures (10) undelivered effects
 -- of one type, or failed runs of one workflow, in 10 minutes.
 SHOW idemgate.alert_failures;
-SELECT outcome FROM idemgate.claim('alerts-fx', '{}', workflow => 'alerts-billing');
-UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = 'alerts-fx';
-INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-SELECT gen_random_uuid(), 'alerts-fx', 'alerts_invoice', 'customer-' || i, '{}' FROM generate_series(1, 10) AS i;
+SELECT pg_temp.enqueue('alerts-fx', 'alerts_invoice', ARRAY(SELECT 'customer-' || i FROM generate_series(1, 10) AS i));
 -- Ten effects fail (to be retried): not more than the threshold.
 SELECT pg_temp.fail_all('alerts_invoice', 'transport');
 SELECT count(*) FROM idemgate.alerts;
 -- The eleventh fires one alert, however many attempts failed.
-INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-VALUES (gen_random_uuid(), 'alerts-fx', 'alerts_invoice', 'customer-11', '{}');
+SELECT pg_temp.enqueue('alerts-fx11', 'alerts_invoice', ARRAY['customer-11']);
 SELECT pg_temp.fail_all('alerts_invoice', 'unavailable', 'customer-11');
 SELECT * FROM pg_temp.shown;
 -- A second failure of one of them: still 11 effects, still one alert.
@@ -133,16 +139,14 @@ SELECT * FROM pg_temp.shown WHERE alert = 'dead_letters';
 SELECT idemgate.reinject(id, 'alerts-operator') FROM idemgate.dead_letters WHERE idempotency_key = 'alerts-run-1';
 SELECT * FROM pg_temp.shown WHERE alert = 'dead_letters';
 -- An effect rejected by the provider: a dead letter of its type.
-INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-VALUES (gen_random_uuid(), 'alerts-fx', 'alerts_crm_note', 'lead-9', '{}');
+SELECT pg_temp.enqueue('alerts-crm', 'alerts_crm_note', ARRAY['lead-9']);
 SELECT pg_temp.fail_all('alerts_crm_note', 'rejected');
 UPDATE idemgate.dead_letters SET dead_at = '2020-01-01 01:55:00+00' WHERE effect_id IS NOT NULL;
 SELECT * FROM pg_temp.shown WHERE alert = 'dead_letters';
 
 -- ---------------------------------------------------------------------
 -- Unknown effects: sent, outcome unknown.
-INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-SELECT gen_random_uuid(), 'alerts-fx', 'alerts_sms', 'phone-' || i, '{}' FROM generate_series(1, 2) AS i;
+SELECT pg_temp.enqueue('alerts-sms', 'alerts_sms', ARRAY['phone-1', 'phone-2']);
 SELECT pg_temp.fail_all('alerts_sms', 'timeout_after_send');
 SELECT * FROM pg_temp.shown WHERE alert = 'unknown_effects';
 
