@@ -1,0 +1,624 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/approvals.c
+ *	  The approval gate: request_approval, hash_token, peek_approval,
+ *	  consume_approval and expire_approvals.
+ *
+ * Design note. A token is 32 bytes from OpenSSL's CSPRNG, encoded as 43
+ * base64url characters and returned once by request_approval; only its
+ * SHA-256 is stored (approvals.token_hash), so a copy of the database does
+ * not hold a usable link. Each approval remembers the run version it put in
+ * awaiting_human (run_version): it can only be decided while the run is
+ * still awaiting_human at exactly that version, so a token from an earlier
+ * episode of a reinjected run can never approve a later one.
+ *
+ * Locks. Every path that touches both rows takes the approval row first,
+ * then the run row:
+ *   consume_approval  approval FOR UPDATE (checks in the WHERE), run FOR
+ *                     UPDATE, then the seed's UPDATE marks it consumed;
+ *   expire_approvals  approval FOR UPDATE SKIP LOCKED, run FOR UPDATE SKIP
+ *                     LOCKED, so it never waits for a consume in flight;
+ *   request_approval  locks only the run and inserts a new approval row.
+ * Ten concurrent consumers of one token queue on the approval row; the
+ * first consumes it, the others re-check the WHERE against the consumed
+ * row and see nothing: exactly one approved, the rest invalid. The run is
+ * checked before the approval is marked consumed, so a failed check
+ * changes nothing and no subtransaction is needed; any error rolls back
+ * the whole call (consume, run transition and outbox insert together).
+ *
+ * consume_approval never says which check failed: unknown, garbage,
+ * expired, used, wrong decision, approver outside the audience, approver
+ * equal to requested_by and run no longer waiting all give the same
+ * "invalid" row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "approvals.h"
+#include "args.h"
+#include "crypto.h"
+#include "effects.h"
+#include "events.h"
+#include "idemgate.h"
+#include "runs.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(idemgate_request_approval);
+PG_FUNCTION_INFO_V1(idemgate_hash_token);
+PG_FUNCTION_INFO_V1(idemgate_peek_approval);
+PG_FUNCTION_INFO_V1(idemgate_consume_approval);
+PG_FUNCTION_INFO_V1(idemgate_expire_approvals);
+
+/* Longest wait a human may be given. */
+#define MAX_EXPIRES_IN_USECS ((int64) 30 * USECS_PER_DAY)
+#define MAX_SUBJECT_BYTES 200
+#define MAX_REASON_BYTES 2000
+/* How many expired approvals one expire_approvals call handles. */
+#define EXPIRE_BATCH 1000
+
+/*
+ * The card shown to the approver always carries the key and the absolute
+ * expiry (two items of the seed's checklist), whatever the caller sent.
+ */
+static SavedStatement insert_approval_stmt = {
+	"INSERT INTO idemgate.approvals (approval_id, idempotency_key, token_hash,"
+	"  allowed_decisions, audience, requested_by, expires_at, card, effects, run_version)"
+	" VALUES ($1, $2, $3, '{approve,reject}'::pg_catalog.text[], $4, $5,"
+	"  pg_catalog.now() OPERATOR(pg_catalog.+) $6,"
+	"  COALESCE($7, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||)"
+	"    pg_catalog.jsonb_build_object('idempotency_key', $2,"
+	"      'expires_at', pg_catalog.now() OPERATOR(pg_catalog.+) $6),"
+	"  $8, $9)"
+	" RETURNING expires_at",
+	9, {UUIDOID, TEXTOID, BYTEAOID, TEXTARRAYOID, TEXTOID, INTERVALOID, JSONBOID,
+		JSONBOID, INT8OID}
+};
+
+static SavedStatement peek_stmt = {
+	"SELECT a.approval_id, a.idempotency_key,"
+	"  CASE WHEN a.consumed_at IS NOT NULL THEN 'consumed'"
+	"       WHEN a.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'expired'"
+	"       WHEN EXISTS (SELECT 1 FROM idemgate.runs r"
+	"                    WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key"
+	"                      AND r.state OPERATOR(pg_catalog.=) 'awaiting_human'"
+	"                      AND r.version OPERATOR(pg_catalog.=) a.run_version)"
+	"       THEN 'pending'"
+	"       ELSE 'expired' END,"
+	"  a.allowed_decisions, a.expires_at, a.card, a.effects"
+	" FROM idemgate.approvals a WHERE a.token_hash OPERATOR(pg_catalog.=) $1",
+	1, {BYTEAOID}
+};
+
+/* The seed's conditions, as a locking read: the approval row is taken first. */
+static SavedStatement lock_approval_stmt = {
+	"SELECT approval_id, idempotency_key, run_version, effects FROM idemgate.approvals"
+	" WHERE token_hash OPERATOR(pg_catalog.=) $1"
+	"   AND consumed_at IS NULL"
+	"   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+	"   AND $2 OPERATOR(pg_catalog.=) ANY (allowed_decisions)"
+	"   AND (audience IS NULL OR $3 OPERATOR(pg_catalog.=) ANY (audience))"
+	"   AND (requested_by IS NULL OR requested_by OPERATOR(pg_catalog.<>) $3)"
+	" FOR UPDATE",
+	3, {BYTEAOID, TEXTOID, TEXTOID}
+};
+
+static SavedStatement lock_run_stmt = {
+	"SELECT state, version, payload, failures FROM idemgate.runs"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+/* The seed's atomic consume, on the row already locked above. */
+static SavedStatement consume_stmt = {
+	"UPDATE idemgate.approvals"
+	" SET consumed_at = pg_catalog.now(), decision = $2, approver_subject = $3"
+	" WHERE approval_id OPERATOR(pg_catalog.=) $4"
+	"   AND token_hash OPERATOR(pg_catalog.=) $1"
+	"   AND consumed_at IS NULL"
+	"   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+	"   AND $2 OPERATOR(pg_catalog.=) ANY (allowed_decisions)"
+	"   AND (audience IS NULL OR $3 OPERATOR(pg_catalog.=) ANY (audience))"
+	"   AND (requested_by IS NULL OR requested_by OPERATOR(pg_catalog.<>) $3)"
+	" RETURNING pg_catalog.date_part('epoch', consumed_at OPERATOR(pg_catalog.-) created_at)",
+	4, {BYTEAOID, TEXTOID, TEXTOID, UUIDOID}
+};
+
+static SavedStatement expired_stmt = {
+	"SELECT a.approval_id, a.idempotency_key, a.run_version, a.expires_at"
+	" FROM idemgate.approvals a"
+	" WHERE a.consumed_at IS NULL"
+	"   AND a.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+	"   AND EXISTS (SELECT 1 FROM idemgate.runs r"
+	"               WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key"
+	"                 AND r.state OPERATOR(pg_catalog.=) 'awaiting_human'"
+	"                 AND r.version OPERATOR(pg_catalog.=) a.run_version)"
+	" ORDER BY a.expires_at LIMIT " CppAsString2(EXPIRE_BATCH)
+	" FOR UPDATE OF a SKIP LOCKED",
+	0, {InvalidOid}
+};
+
+static SavedStatement lock_run_skip_stmt = {
+	"SELECT state, version, payload, failures FROM idemgate.runs"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
+	1, {TEXTOID}
+};
+
+/* TokenHash returns the SHA-256 of a token's bytes. */
+static bytea *
+TokenHash(text *token)
+{
+	return Sha256Bytea(VARDATA_ANY(token), VARSIZE_ANY_EXHDR(token));
+}
+
+/* OptionalSubject returns an optional identity argument (1..200 bytes), or NULL. */
+static char *
+OptionalSubject(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	return text_to_cstring(TextArg(fcinfo, argno, name, MAX_SUBJECT_BYTES));
+}
+
+/*
+ * AudienceArg checks the optional audience: NULL (any approver) or a
+ * non-empty array of non-empty subjects, not only the requester.
+ */
+static ArrayType *
+AudienceArg(FunctionCallInfo fcinfo, int argno, const char *requested_by,
+			StringInfo json)
+{
+	ArrayType  *audience;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	bool		someone_else = false;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	audience = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(audience) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"audience\" must be a one-dimensional array")));
+	deconstruct_array(audience, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"audience\" must not be empty"),
+				 errhint("Pass NULL to let any approver decide, or list the approvers' subjects.")));
+	appendStringInfoChar(json, '[');
+	for (int i = 0; i < n; i++)
+	{
+		char	   *subject;
+
+		if (nulls[i] || VARSIZE_ANY_EXHDR(DatumGetTextPP(elems[i])) == 0 ||
+			VARSIZE_ANY_EXHDR(DatumGetTextPP(elems[i])) > MAX_SUBJECT_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"audience\" must hold subjects of 1 to %d bytes; element %d does not",
+							MAX_SUBJECT_BYTES, i + 1)));
+		subject = TextDatumGetCString(elems[i]);
+		if (requested_by == NULL || strcmp(subject, requested_by) != 0)
+			someone_else = true;
+		if (i > 0)
+			appendStringInfoString(json, ", ");
+		escape_json(json, subject);
+	}
+	appendStringInfoChar(json, ']');
+	if (!someone_else)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"audience\" names only the requester \"%s\"", requested_by),
+				 errdetail("The requester may not approve its own request, so nobody could decide it."),
+				 errhint("Add another approver to \"audience\".")));
+	return audience;
+}
+
+/* JsonbNumber returns a jsonb number from its text. */
+static Jsonb *
+JsonbNumber(const char *digits)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(digits)));
+}
+
+/*
+ * CardIdentity copies the identity fields of a card into event details:
+ * which model and workflow drafted the request and where it came from,
+ * never the model output itself.
+ */
+static void
+CardIdentity(EventDetails *details, Jsonb *card)
+{
+	static const char *const audited[] = {
+		"model", "model_version", "workflow_version", "source_url", NULL
+	};
+	JsonbValue *errors;
+
+	if (card == NULL)
+		return;
+	for (int i = 0; audited[i] != NULL; i++)
+	{
+		JsonbValue *v = getKeyJsonValueFromContainer(&card->root, audited[i],
+													 strlen(audited[i]), NULL);
+
+		if (v != NULL && v->type == jbvString)
+			DetailsText(details, audited[i], pnstrdup(v->val.string.val, v->val.string.len));
+	}
+	errors = getKeyJsonValueFromContainer(&card->root, "validation_errors",
+										  strlen("validation_errors"), NULL);
+	if (errors != NULL && errors->type == jbvBinary && JsonContainerIsArray(errors->val.binary.data))
+		DetailsInt(details, "validation_error_count",
+				   JsonContainerSize(errors->val.binary.data));
+}
+
+/* TimestampJson renders a timestamptz as JSON text (ISO 8601). */
+static char *
+TimestampJson(Datum ts)
+{
+	return JsonEncodeDateTime(NULL, ts, TIMESTAMPTZOID, NULL);
+}
+
+/*
+ * idemgate_request_approval implements request_approval(key, owner,
+ * version, effects, expires_in, card, audience, requested_by). As the live
+ * owner of a processing run, it moves the run to awaiting_human, stores the
+ * approval with the token's hash, and returns the raw token once. A row of
+ * NULLs when ownership was lost; IG002 from any other state.
+ */
+Datum
+idemgate_request_approval(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	pg_uuid_t  *owner;
+	int64		version;
+	Jsonb	   *effects;
+	int			effect_count;
+	Interval   *expires_in;
+	Jsonb	   *card = NULL;
+	ArrayType  *audience;
+	char	   *requested_by;
+	StringInfoData audience_json;
+	OwnedRun	run;
+	ReturnSetInfo *rsinfo;
+	Datum		row[4] = {0, 0, 0, 0};
+	bool		rownulls[4] = {true, true, true, true};
+
+	RequireArg(fcinfo, 1, "owner");
+	owner = PG_GETARG_UUID_P(1);
+	RequireArg(fcinfo, 2, "version");
+	version = PG_GETARG_INT64(2);
+	RequireArg(fcinfo, 3, "effects");
+	effects = PG_GETARG_JSONB_P(3);
+	effect_count = ValidateEffects(effects, "effects");
+	expires_in = IntervalArg(fcinfo, 4, "expires_in", 0, MAX_EXPIRES_IN_USECS,
+							 "An approval must expire, at most 30 days after it is requested.");
+	if (!PG_ARGISNULL(5))
+	{
+		card = PG_GETARG_JSONB_P(5);
+		if (!JB_ROOT_IS_OBJECT(card))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"card\" must be a JSON object"),
+					 errhint("See docs/approvals.md for what an approval card should hold.")));
+	}
+	requested_by = OptionalSubject(fcinfo, 7, "requested_by");
+	initStringInfo(&audience_json);
+	audience = AudienceArg(fcinfo, 6, requested_by, &audience_json);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	LockOwnedRun(key, owner, version, &run);
+	if (run.found && run.owned)
+	{
+		uint8		raw[IDEMGATE_TOKEN_BYTES];
+		char	   *token;
+		pg_uuid_t  *approval_id = RandomUuid();
+		Datum		values[9];
+		char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+		int64		new_version;
+		bool		isnull;
+		Datum		expires_at;
+		EventDetails info;
+		EventDetails details;
+
+		if (strcmp(run.state, "processing") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+					 errmsg("illegal transition of run \"%s\" from %s to awaiting_human",
+							text_to_cstring(key), run.state),
+					 errdetail("request_approval only applies to a run that is processing.")));
+
+		RandomBytes(raw, sizeof(raw));
+		token = Base64UrlEncode(raw, sizeof(raw));
+		explicit_bzero(raw, sizeof(raw));
+
+		DetailsInit(&info);
+		DetailsText(&info, "approval_id",
+					DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(approval_id))));
+		new_version = SetRunState(key, "processing", "awaiting_human", NULL, false,
+								  requested_by, DetailsFinish(&info));
+
+		values[0] = UUIDPGetDatum(approval_id);
+		values[1] = PointerGetDatum(key);
+		values[2] = PointerGetDatum(Sha256Bytea(token, strlen(token)));
+		values[3] = PointerGetDatum(audience);
+		nulls[3] = audience ? ' ' : 'n';
+		values[4] = requested_by ? CStringGetTextDatum(requested_by) : (Datum) 0;
+		nulls[4] = requested_by ? ' ' : 'n';
+		values[5] = IntervalPGetDatum(expires_in);
+		values[6] = JsonbPGetDatum(card);
+		nulls[6] = card ? ' ' : 'n';
+		values[7] = JsonbPGetDatum(effects);
+		values[8] = Int64GetDatum(new_version);
+		if (ExecSaved(&insert_approval_stmt, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
+			SPI_processed != 1)
+			elog(ERROR, "could not insert approval");
+		expires_at = GetResultDatum(0, 1, &isnull);
+
+		DetailsInit(&details);
+		DetailsText(&details, "approval_id",
+					DatumGetCString(DirectFunctionCall1(uuid_out, values[0])));
+		DetailsText(&details, "expires_at", TimestampJson(expires_at));
+		DetailsInt(&details, "effect_count", effect_count);
+		DetailsText(&details, "requested_by", requested_by);
+		if (audience)
+			DetailsJsonb(&details, "audience",
+						 DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+															CStringGetDatum(audience_json.data))));
+		CardIdentity(&details, card);
+		RecordEvent(key, NULL, "approval_requested", requested_by, DetailsFinish(&details));
+
+		row[0] = values[0];
+		row[1] = CStringGetTextDatum(token);
+		row[2] = expires_at;
+		row[3] = Int64GetDatum(new_version);
+		rownulls[0] = rownulls[1] = rownulls[2] = rownulls[3] = false;
+	}
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* idemgate_hash_token returns the SHA-256 of the token's bytes. */
+Datum
+idemgate_hash_token(PG_FUNCTION_ARGS)
+{
+	RequireArg(fcinfo, 0, "token");
+	PG_RETURN_BYTEA_P(TokenHash(PG_GETARG_TEXT_PP(0)));
+}
+
+/*
+ * idemgate_peek_approval implements peek_approval(token): what the GET
+ * confirmation page shows. Read-only; zero rows for an unknown (or
+ * garbage) token. status is consumed, expired (past expires_at, or its run
+ * stopped waiting for it) or pending.
+ */
+Datum
+idemgate_peek_approval(PG_FUNCTION_ARGS)
+{
+	Datum		values[1];
+	ReturnSetInfo *rsinfo;
+
+	RequireArg(fcinfo, 0, "token");
+	values[0] = PointerGetDatum(TokenHash(PG_GETARG_TEXT_PP(0)));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	if (ExecSaved(&peek_stmt, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "approval look-up failed");
+	if (SPI_processed == 1)
+	{
+		Datum		row[7];
+		bool		rownulls[7];
+
+		for (int i = 0; i < 7; i++)
+			row[i] = GetResultDatum(0, i + 1, &rownulls[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * idemgate_consume_approval implements consume_approval(token, decision,
+ * approver, reason): exactly one row. approve → run approved and every
+ * effect in the outbox; reject → run failed_terminal with the rejection in
+ * its result (a decision, not a failure: no dead letter); anything else →
+ * invalid, nothing changed, no hint which check failed.
+ */
+Datum
+idemgate_consume_approval(PG_FUNCTION_ARGS)
+{
+	text	   *token;
+	text	   *decision;
+	char	   *decision_str;
+	char	   *approver;
+	char	   *reason = NULL;
+	Datum		values[4];
+	bool		isnull;
+	ReturnSetInfo *rsinfo;
+	Datum		row[3] = {0, 0, 0};
+	bool		rownulls[3] = {false, true, true};
+	const char *outcome = "invalid";
+
+	RequireArg(fcinfo, 0, "token");
+	token = PG_GETARG_TEXT_PP(0);
+	RequireArg(fcinfo, 1, "decision");
+	decision = PG_GETARG_TEXT_PP(1);
+	decision_str = text_to_cstring(decision);
+	approver = text_to_cstring(TextArg(fcinfo, 2, "approver", MAX_SUBJECT_BYTES));
+	if (!PG_ARGISNULL(3))
+		reason = text_to_cstring(TextArg(fcinfo, 3, "reason", MAX_REASON_BYTES));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+
+	values[0] = PointerGetDatum(TokenHash(token));
+	values[1] = PointerGetDatum(decision);
+	values[2] = CStringGetTextDatum(approver);
+	if (ExecSaved(&lock_approval_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "approval look-up failed");
+	if (SPI_processed == 1)
+	{
+		pg_uuid_t  *approval_id = DatumGetUUIDP(GetResultDatum(0, 1, &isnull));
+		text	   *key = DatumGetTextPP(GetResultDatum(0, 2, &isnull));
+		int64		run_version = DatumGetInt64(GetResultDatum(0, 3, &isnull));
+		Jsonb	   *effects = DatumGetJsonbP(GetResultDatum(0, 4, &isnull));
+		Datum		runkey[1];
+		char	   *state;
+		int64		version;
+
+		runkey[0] = PointerGetDatum(key);
+		if (ExecSaved(&lock_run_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "run look-up failed");
+		if (SPI_processed == 1)
+		{
+			state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+			version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
+			if (strcmp(state, "awaiting_human") == 0 && version == run_version)
+				outcome = strcmp(decision_str, "approve") == 0 ? "approved" :
+					strcmp(decision_str, "reject") == 0 ? "rejected" : "invalid";
+		}
+
+		if (strcmp(outcome, "invalid") != 0)
+		{
+			float8		wait_seconds;
+			char	   *approval_text = DatumGetCString(DirectFunctionCall1(uuid_out,
+																			UUIDPGetDatum(approval_id)));
+			EventDetails info;
+			EventDetails details;
+
+			values[3] = UUIDPGetDatum(approval_id);
+			if (ExecSaved(&consume_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
+				SPI_processed != 1)
+				elog(ERROR, "locked approval could not be consumed");
+			wait_seconds = DatumGetFloat8(GetResultDatum(0, 1, &isnull));
+
+			DetailsInit(&info);
+			DetailsText(&info, "approval_id", approval_text);
+			if (strcmp(outcome, "approved") == 0)
+			{
+				SetRunState(key, "awaiting_human", "approved", NULL, false, approver,
+							DetailsFinish(&info));
+				row[2] = PointerGetDatum(InsertEffects(key, effects, false, approver));
+			}
+			else
+			{
+				EventDetails result;
+
+				DetailsInit(&result);
+				DetailsText(&result, "decision", "reject");
+				DetailsText(&result, "approver", approver);
+				DetailsText(&result, "reason", reason);
+				SetRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
+							false, approver, DetailsFinish(&info));
+				row[2] = PointerGetDatum(construct_empty_array(UUIDOID));
+			}
+
+			DetailsInit(&details);
+			DetailsText(&details, "approval_id", approval_text);
+			DetailsText(&details, "decision", decision_str);
+			DetailsJsonb(&details, "wait_seconds", JsonbNumber(psprintf("%.3f", wait_seconds)));
+			DetailsText(&details, "reason", reason);
+			RecordEvent(key, NULL, "approval_decided", approver, DetailsFinish(&details));
+
+			row[1] = PointerGetDatum(key);
+			rownulls[1] = rownulls[2] = false;
+		}
+	}
+	row[0] = CStringGetTextDatum(outcome);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* ExpireApprovals fails runs whose approval expired undecided; see approvals.h. */
+int
+ExpireApprovals(void)
+{
+	SPITupleTable *candidates;
+	uint64		n;
+	int			expired = 0;
+
+	if (ExecSaved(&expired_stmt, NULL, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "expired approval look-up failed");
+	candidates = SPI_tuptable;
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		approval_id = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 1, &isnull);
+		text	   *key = DatumGetTextPP(SPI_getbinval(candidates->vals[i], candidates->tupdesc, 2, &isnull));
+		int64		run_version = DatumGetInt64(SPI_getbinval(candidates->vals[i], candidates->tupdesc, 3, &isnull));
+		Datum		expires_at = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 4, &isnull);
+		char	   *approval_text = DatumGetCString(DirectFunctionCall1(uuid_out, approval_id));
+		char	   *expires_text = TimestampJson(expires_at);
+		Datum		runkey[1];
+		Jsonb	   *payload;
+		int32		failures;
+		EventDetails result;
+		EventDetails info;
+		EventDetails details;
+
+		runkey[0] = PointerGetDatum(key);
+		if (ExecSaved(&lock_run_skip_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "run look-up failed");
+		if (SPI_processed != 1)
+			continue;			/* busy: the next call will see it */
+		if (strcmp(TextDatumGetCString(GetResultDatum(0, 1, &isnull)), "awaiting_human") != 0 ||
+			DatumGetInt64(GetResultDatum(0, 2, &isnull)) != run_version)
+			continue;			/* the run moved on meanwhile */
+		{
+			Datum		d = GetResultDatum(0, 3, &isnull);
+
+			payload = isnull ? NULL : DatumGetJsonbP(d);
+		}
+		failures = DatumGetInt32(GetResultDatum(0, 4, &isnull)) + 1;
+
+		DetailsInit(&result);
+		DetailsText(&result, "error_class", "approval_expired");
+		DetailsText(&result, "approval_id", approval_text);
+		DetailsText(&result, "expires_at", expires_text);
+		DetailsInit(&info);
+		DetailsText(&info, "approval_id", approval_text);
+		SetRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result), true,
+					NULL, DetailsFinish(&info));
+		RecordDeadLetter("run", key, NULL, NULL, payload, "approval_expired",
+						 psprintf("approval %s expired undecided at %s", approval_text, expires_text),
+						 failures);
+
+		DetailsInit(&details);
+		DetailsText(&details, "approval_id", approval_text);
+		DetailsText(&details, "expires_at", expires_text);
+		RecordEvent(key, NULL, "approval_expired", NULL, DetailsFinish(&details));
+		expired++;
+	}
+	return expired;
+}
+
+/* idemgate_expire_approvals implements expire_approvals(): how many runs it failed. */
+Datum
+idemgate_expire_approvals(PG_FUNCTION_ARGS)
+{
+	int			expired;
+
+	ConnectSPI();
+	expired = ExpireApprovals();
+	SPI_finish();
+	PG_RETURN_INT32(expired);
+}

@@ -1,0 +1,327 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/effects.c
+ *	  Effects: the effects argument, insertion into the outbox, and
+ *	  enqueue_effect, the automatic path (no human).
+ *
+ * Design note. An effect is recorded in idemgate.outbox in the same
+ * transaction that decides it may happen: enqueue_effect moves the run
+ * processing → approved, consume_approval moves it awaiting_human →
+ * approved. Both hold the run's row lock (FOR UPDATE) while inserting, so
+ * two inserts for one key never race; UNIQUE (idempotency_key, effect_type,
+ * target) with ON CONFLICT DO NOTHING makes a re-enqueue (after a
+ * reinjected run is recovered) return the existing effect instead of
+ * making a second row. The dispatcher only sends effects of approved runs
+ * and is woken after commit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/uuid.h"
+
+#include "args.h"
+#include "crypto.h"
+#include "effects.h"
+#include "events.h"
+#include "idemgate.h"
+#include "runs.h"
+#include "spi_util.h"
+#include "wakeup.h"
+
+PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
+
+/* Limits on one effect; generous, but a runaway input is refused early. */
+#define MAX_EFFECTS 1000
+#define MAX_TYPE_BYTES 200
+#define MAX_TARGET_BYTES 2048
+
+/* One effect taken from the effects argument. */
+typedef struct ParsedEffect
+{
+	char	   *type;
+	int			type_len;
+	char	   *target;
+	int			target_len;
+	Jsonb	   *payload;
+} ParsedEffect;
+
+static SavedStatement insert_effect_stmt = {
+	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)"
+	" VALUES ($1, $2, $3, $4, $5)"
+	" ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING"
+	" RETURNING effect_id",
+	5, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID}
+};
+
+static SavedStatement existing_effect_stmt = {
+	"SELECT effect_id FROM idemgate.outbox"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
+	"   AND effect_type OPERATOR(pg_catalog.=) $2"
+	"   AND target OPERATOR(pg_catalog.=) $3",
+	3, {TEXTOID, TEXTOID, TEXTOID}
+};
+
+/* EffectName names effect i for messages: effects[i], or effects for one object. */
+static char *
+EffectName(const char *argname, int i, bool single)
+{
+	return single ? pstrdup(argname) : psprintf("%s[%d]", argname, i);
+}
+
+/* ReportBadEffects raises 22023 about the shape of the whole argument. */
+static void
+ReportBadEffects(const char *argname)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("argument \"%s\" must be an effect object or a non-empty array of effect objects",
+					argname),
+			 errhint("Each effect is {\"type\": text, \"target\": text, \"payload\": any JSON}.")));
+}
+
+/* EffectString returns the non-empty string field of an effect, or raises. */
+static char *
+EffectString(JsonbContainer *obj, const char *field, const char *name,
+			 int max_bytes, int *len)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(obj, field, strlen(field), NULL);
+
+	if (v == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s.%s is missing", name, field),
+				 errhint("Each effect is {\"type\": text, \"target\": text, \"payload\": any JSON}.")));
+	if (v->type != jbvString || v->val.string.len == 0 || v->val.string.len > max_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s.%s must be a JSON string of 1 to %d bytes", name, field, max_bytes)));
+	*len = v->val.string.len;
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* ParseEffect reads one effect object, refusing unknown or missing fields. */
+static void
+ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	JsonbValue *payload;
+
+	it = JsonbIteratorInit(obj);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok != WJB_KEY)
+			continue;
+		if (!((v.val.string.len == 4 && memcmp(v.val.string.val, "type", 4) == 0) ||
+			  (v.val.string.len == 6 && memcmp(v.val.string.val, "target", 6) == 0) ||
+			  (v.val.string.len == 7 && memcmp(v.val.string.val, "payload", 7) == 0)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s has unknown field \"%s\"", name,
+							pnstrdup(v.val.string.val, v.val.string.len)),
+					 errhint("The fields of an effect are type, target and payload.")));
+	}
+
+	out->type = EffectString(obj, "type", name, MAX_TYPE_BYTES, &out->type_len);
+	out->target = EffectString(obj, "target", name, MAX_TARGET_BYTES, &out->target_len);
+	payload = getKeyJsonValueFromContainer(obj, "payload", 7, NULL);
+	if (payload == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s.payload is missing", name),
+				 errhint("Give the body the endpoint needs; use {} when there is none.")));
+	out->payload = JsonbValueToJsonb(payload);
+}
+
+/*
+ * ParseEffects splits the effects argument into its effects (see
+ * ValidateEffects) and returns how many there are.
+ */
+static int
+ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out)
+{
+	ParsedEffect *parsed;
+	int			n = 0;
+
+	if (JB_ROOT_IS_SCALAR(effects))
+		ReportBadEffects(argname);
+	if (JB_ROOT_IS_OBJECT(effects))
+	{
+		parsed = palloc0(sizeof(ParsedEffect));
+		ParseEffect(&effects->root, argname, &parsed[0]);
+		n = 1;
+	}
+	else
+	{
+		int			count = JB_ROOT_COUNT(effects);
+		JsonbIterator *it;
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		if (count == 0)
+			ReportBadEffects(argname);
+		if (count > MAX_EFFECTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"%s\" holds %d effects; at most %d are allowed in one call",
+							argname, count, MAX_EFFECTS)));
+		parsed = palloc0(sizeof(ParsedEffect) * count);
+		it = JsonbIteratorInit(&effects->root);
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			char	   *name;
+
+			if (tok != WJB_ELEM)
+				continue;
+			name = EffectName(argname, n, false);
+			if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s must be a JSON object", name),
+						 errhint("Each effect is {\"type\": text, \"target\": text, \"payload\": any JSON}.")));
+			ParseEffect(v.val.binary.data, name, &parsed[n]);
+			n++;
+		}
+	}
+
+	/* The same (type, target) twice in one call would silently drop one. */
+	for (int i = 1; i < n; i++)
+		for (int j = 0; j < i; j++)
+			if (parsed[i].type_len == parsed[j].type_len &&
+				parsed[i].target_len == parsed[j].target_len &&
+				memcmp(parsed[i].type, parsed[j].type, parsed[i].type_len) == 0 &&
+				memcmp(parsed[i].target, parsed[j].target, parsed[i].target_len) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s repeats the type and target of %s",
+								EffectName(argname, i, false), EffectName(argname, j, false)),
+						 errhint("An effect is identified by (idempotency key, type, target); merge the two.")));
+	*out = parsed;
+	return n;
+}
+
+/* ValidateEffects checks the effects argument; see effects.h. */
+int
+ValidateEffects(Jsonb *effects, const char *argname)
+{
+	ParsedEffect *parsed;
+
+	return ParseEffects(effects, argname, &parsed);
+}
+
+/* InsertEffects inserts the effects of run key; see effects.h. */
+ArrayType *
+InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor)
+{
+	ParsedEffect *parsed;
+	int			n = ParseEffects(effects, "effects", &parsed);
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	int			inserted = 0;
+	StringInfoData idlist;
+	EventDetails details;
+
+	initStringInfo(&idlist);
+	appendStringInfoChar(&idlist, '[');
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[5];
+		bool		isnull;
+		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
+
+		values[0] = UUIDPGetDatum(RandomUuid());
+		values[1] = PointerGetDatum(key);
+		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
+		values[3] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
+		values[4] = JsonbPGetDatum(parsed[i].payload);
+		if (ExecSaved(&insert_effect_stmt, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "could not insert effect");
+		if (SPI_processed == 1)
+			inserted++;
+		else
+		{
+			/* Already enqueued for this key: hand back the existing effect. */
+			if (ExecSaved(&existing_effect_stmt, values + 1, NULL, false, 1) != SPI_OK_SELECT ||
+				SPI_processed != 1)
+				elog(ERROR, "effect conflicted but could not be found");
+		}
+		memcpy(id, DatumGetUUIDP(GetResultDatum(0, 1, &isnull)), sizeof(pg_uuid_t));
+		ids[i] = UUIDPGetDatum(id);
+
+		if (i > 0)
+			appendStringInfoString(&idlist, ", ");
+		escape_json(&idlist, DatumGetCString(DirectFunctionCall1(uuid_out, ids[i])));
+	}
+	appendStringInfoChar(&idlist, ']');
+
+	DetailsInit(&details);
+	DetailsJsonb(&details, "effect_ids",
+				 DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(idlist.data))));
+	DetailsBool(&details, "automatic", automatic);
+	DetailsInt(&details, "count", n);
+	DetailsInt(&details, "inserted", inserted);
+	RecordEvent(key, NULL, "effects_enqueued", actor, DetailsFinish(&details));
+
+	if (inserted > 0)
+		WakeDispatcherAtCommit();
+	return construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR);
+}
+
+/*
+ * idemgate_enqueue_effect implements enqueue_effect(key, owner, version,
+ * effects): the automatic path. As the live owner of a processing run, the
+ * caller's effects are inserted and the run becomes approved in one step.
+ * A row of NULLs when ownership was lost; IG002 from any other state.
+ */
+Datum
+idemgate_enqueue_effect(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	pg_uuid_t  *owner;
+	int64		version;
+	Jsonb	   *effects;
+	OwnedRun	run;
+	ReturnSetInfo *rsinfo;
+	Datum		row[2] = {0, 0};
+	bool		rownulls[2] = {true, true};
+
+	RequireArg(fcinfo, 1, "owner");
+	owner = PG_GETARG_UUID_P(1);
+	RequireArg(fcinfo, 2, "version");
+	version = PG_GETARG_INT64(2);
+	RequireArg(fcinfo, 3, "effects");
+	effects = PG_GETARG_JSONB_P(3);
+	(void) ValidateEffects(effects, "effects");
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	LockOwnedRun(key, owner, version, &run);
+	if (run.found && run.owned)
+	{
+		if (strcmp(run.state, "processing") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+					 errmsg("illegal transition of run \"%s\" from %s to approved",
+							text_to_cstring(key), run.state),
+					 errdetail("enqueue_effect approves only a run that is processing."),
+					 strcmp(run.state, "awaiting_human") == 0 ?
+					 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
+					 errhint("The effects of this run were already decided; stop here.")));
+		row[1] = Int64GetDatum(SetRunState(key, "processing", "approved", NULL, false,
+										   NULL, NULL));
+		row[0] = PointerGetDatum(InsertEffects(key, effects, true, NULL));
+		rownulls[0] = rownulls[1] = false;
+	}
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
+	SPI_finish();
+	return (Datum) 0;
+}

@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/effects.h
+ *	  Effects: parsing the effects argument and inserting effects into the
+ *	  outbox. Shared by enqueue_effect (the automatic path) and
+ *	  consume_approval (the human path).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_EFFECTS_H
+#define IDEMGATE_EFFECTS_H
+
+#include "postgres.h"
+#include "utils/array.h"
+#include "utils/jsonb.h"
+
+/*
+ * ValidateEffects checks that effects is one effect object or a non-empty
+ * array of them, each {"type": non-empty text, "target": non-empty text,
+ * "payload": any JSON}, with no other fields and no (type, target) twice.
+ * Raises 22023 naming the problem (e.g. effects[2].target) under argname.
+ * Returns the number of effects.
+ */
+extern int	ValidateEffects(Jsonb *effects, const char *argname);
+
+/*
+ * InsertEffects validates effects and inserts each into idemgate.outbox for
+ * run key; an effect whose (key, type, target) is already there is not
+ * inserted again. Returns every effect id (existing ones too) in input
+ * order as a uuid[], writes an effects_enqueued event and asks for the
+ * dispatcher to be woken at commit. The caller holds the run's row lock.
+ * Must be called inside SPI; the array lives in the current context.
+ */
+extern ArrayType *InsertEffects(text *key, Jsonb *effects, bool automatic,
+								const char *actor);
+
+#endif
