@@ -1,6 +1,6 @@
 -- Dead letters and reinjection: reinject, reinject_all, resolve_effect.
--- Runs with effects are put in state approved directly (as superuser);
--- effect types have no endpoint, so a running dispatcher never sends them.
+-- Effects are enqueued with claim + enqueue_effect; effect types have no
+-- endpoint, so a running dispatcher never sends them.
 CREATE EXTENSION IF NOT EXISTS idemgate;
 \set VERBOSITY terse
 SELECT now() AS t0 \gset
@@ -9,13 +9,15 @@ CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN EXECUTE q; RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
 
-CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE sql AS $$
-  INSERT INTO idemgate.runs (idempotency_key, state, payload_hash, payload)
-  VALUES (k, 'approved', idemgate.hash_payload(jsonb_build_object('k', k)), jsonb_build_object('k', k));
-  INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-  SELECT gen_random_uuid(), k, t, 'target-' || g, jsonb_build_object('n', g, 'to', k)
-  FROM generate_series(1, n) g RETURNING effect_id;
-$$;
+CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE plpgsql AS $$
+DECLARE c record; e record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim(k, jsonb_build_object('k', k));
+  SELECT * INTO e FROM idemgate.enqueue_effect(k, c.lease_owner, c.version,
+    (SELECT jsonb_agg(jsonb_build_object('type', t, 'target', 'target-' || g, 'payload', jsonb_build_object('n', g, 'to', k)))
+     FROM generate_series(1, n) g));
+  RETURN QUERY SELECT unnest(e.effect_ids);
+END $$;
 
 -- fail_once(key, class): claims every due effect of the key's type and fails it.
 CREATE FUNCTION pg_temp.fail_all(t text, cls text) RETURNS SETOF text LANGUAGE sql AS $$
@@ -66,7 +68,8 @@ WHERE idempotency_key = 'deadletters-e1' AND kind = 'effect_reinjected';
 
 -- A dead letter whose effect's run is no longer approved cannot go back:
 -- the effect could never be sent. IG002; the letter stays open.
-UPDATE idemgate.runs SET state = 'failed_terminal' WHERE idempotency_key = 'deadletters-e1';
+SELECT idemgate.fail(idempotency_key, lease_owner, version, 'aborted', 'operator gave up', false)
+FROM idemgate.runs WHERE idempotency_key = 'deadletters-e1';
 SELECT regexp_replace(pg_temp.sqlstate_of(format('SELECT idemgate.reinject(%s, %L)', :dl2, 'alice')),
                       'letter [0-9]+', 'letter <id>');
 SELECT reinjected_at IS NULL AS still_open FROM idemgate.dead_letters WHERE id = :dl2;

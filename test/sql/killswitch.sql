@@ -9,13 +9,15 @@ CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN EXECUTE q; RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
 
-CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE sql AS $$
-  INSERT INTO idemgate.runs (idempotency_key, state, payload_hash, payload)
-  VALUES (k, 'approved', idemgate.hash_payload(jsonb_build_object('k', k)), jsonb_build_object('k', k));
-  INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-  SELECT gen_random_uuid(), k, t, 'target-' || g, jsonb_build_object('n', g)
-  FROM generate_series(1, n) g RETURNING effect_id;
-$$;
+CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE plpgsql AS $$
+DECLARE c record; e record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim(k, jsonb_build_object('k', k));
+  SELECT * INTO e FROM idemgate.enqueue_effect(k, c.lease_owner, c.version,
+    (SELECT jsonb_agg(jsonb_build_object('type', t, 'target', 'target-' || g, 'payload', jsonb_build_object('n', g)))
+     FROM generate_series(1, n) g));
+  RETURN QUERY SELECT unnest(e.effect_ids);
+END $$;
 
 -- Bad input: all three arguments are required, actor and reason non-empty.
 SELECT pg_temp.sqlstate_of($$SELECT idemgate.set_actions_enabled(NULL, 'ops', 'why')$$);

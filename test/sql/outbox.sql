@@ -1,8 +1,8 @@
 -- Outbox pull API: claim_effects, complete_effect, fail_effect.
--- Runs are put in state approved directly (as superuser) so that this file
--- only exercises the outbox; effect types are unique to this file and have
--- no registered endpoint unless a block registers one inside a transaction
--- that is rolled back (so a running dispatcher never sees them).
+-- Effects are enqueued the real way (claim + enqueue_effect). Effect types
+-- are unique to this file and have no registered endpoint unless a block
+-- registers one inside a transaction that is rolled back (so a running
+-- dispatcher never sees them).
 CREATE EXTENSION IF NOT EXISTS idemgate;
 \set VERBOSITY terse
 
@@ -10,13 +10,25 @@ CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN EXECUTE q; RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
 
--- mk(key, type, n, run_state) makes a run in run_state with n effects of type.
-CREATE FUNCTION pg_temp.mk(k text, t text, n int, rs text DEFAULT 'approved')
-RETURNS SETOF uuid LANGUAGE sql AS $$
+-- mk(key, type, n) claims key and enqueues n effects of type (run approved).
+CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE plpgsql AS $$
+DECLARE c record; e record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim(k, jsonb_build_object('k', k));
+  SELECT * INTO e FROM idemgate.enqueue_effect(k, c.lease_owner, c.version,
+    (SELECT jsonb_agg(jsonb_build_object('type', t, 'target', 'target-' || g,
+                                         'payload', jsonb_build_object('n', g, 'body', 'hello ' || k)))
+     FROM generate_series(1, n) g));
+  RETURN QUERY SELECT unnest(e.effect_ids);
+END $$;
+-- mk_in(key, type, n, run_state): effects under a run that is not approved.
+-- Not reachable through the API except approved → failed_terminal; inserted
+-- directly to show that claim_effects filters on the run's state anyway.
+CREATE FUNCTION pg_temp.mk_in(k text, t text, n int, rs text) RETURNS SETOF uuid LANGUAGE sql AS $$
   INSERT INTO idemgate.runs (idempotency_key, state, payload_hash, payload)
   VALUES (k, rs, idemgate.hash_payload(jsonb_build_object('k', k)), jsonb_build_object('k', k));
   INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)
-  SELECT gen_random_uuid(), k, t, 'target-' || g, jsonb_build_object('n', g, 'body', 'hello ' || k)
+  SELECT gen_random_uuid(), k, t, 'target-' || g, jsonb_build_object('n', g)
   FROM generate_series(1, n) g RETURNING effect_id;
 $$;
 
@@ -50,9 +62,12 @@ SELECT idemgate.complete_effect(gen_random_uuid(), gen_random_uuid()) AS unknown
 
 -- Only due pending effects of approved runs are claimed.
 SELECT count(*) FROM pg_temp.mk('outbox-claim-a', 'outbox_claim', 3);
-SELECT count(*) FROM pg_temp.mk('outbox-claim-p', 'outbox_claim', 2, 'processing');
-SELECT count(*) FROM pg_temp.mk('outbox-claim-h', 'outbox_claim', 1, 'awaiting_human');
-SELECT count(*) FROM pg_temp.mk('outbox-claim-f', 'outbox_claim', 1, 'failed_terminal');
+SELECT count(*) FROM pg_temp.mk_in('outbox-claim-p', 'outbox_claim', 2, 'processing');
+SELECT count(*) FROM pg_temp.mk_in('outbox-claim-h', 'outbox_claim', 1, 'awaiting_human');
+-- approved, then failed terminally by its owner: its effect is never sent
+SELECT count(*) FROM pg_temp.mk('outbox-claim-f', 'outbox_claim', 1);
+SELECT idemgate.fail(idempotency_key, lease_owner, version, 'aborted', 'operator abort', false)
+FROM idemgate.runs WHERE idempotency_key = 'outbox-claim-f';
 SELECT count(*) FROM pg_temp.mk('outbox-claim-later', 'outbox_claim', 1);
 UPDATE idemgate.outbox SET next_attempt_at = now() + interval '1 hour'
  WHERE idempotency_key = 'outbox-claim-later';
@@ -89,7 +104,7 @@ SELECT state, version FROM idemgate.runs WHERE idempotency_key = 'outbox-claim-a
 SELECT target, state, provider_id, last_status FROM idemgate.outbox
 WHERE idempotency_key = 'outbox-claim-a' ORDER BY target;
 SELECT kind, details - 'version' AS details FROM idemgate.events
-WHERE idempotency_key = 'outbox-claim-a' ORDER BY id;
+WHERE idempotency_key = 'outbox-claim-a' AND kind IN ('effect_completed', 'state_changed') ORDER BY id;
 
 -- fail_effect: the outcome of each error class, without an endpoint
 -- (default: unknown for classes where the send may have happened) and with
@@ -215,7 +230,7 @@ WHERE o.idempotency_key = 'outbox-ex';
 SELECT o.state, r.state AS run_state FROM idemgate.outbox o JOIN idemgate.runs r USING (idempotency_key)
 WHERE idempotency_key = 'outbox-ex';
 SELECT kind, details->>'new_state' AS new_state, details->>'attempt' AS attempt, details->>'error_class' AS cls
-FROM idemgate.events WHERE idempotency_key = 'outbox-ex' ORDER BY id;
+FROM idemgate.events WHERE idempotency_key = 'outbox-ex' AND kind IN ('effect_failed', 'dead_lettered') ORDER BY id;
 
 -- Expired leases. An expired lease that is not settled yet may still be
 -- completed by its owner (the send happened). claim_effects settles the
