@@ -10,7 +10,9 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "dispatcher.h"
 #include "guc.h"
+#include "wakeup.h"
 
 PG_MODULE_MAGIC;
 
@@ -21,4 +23,11 @@ void
 _PG_init(void)
 {
 	DefineIdemgateSettings();
+
+	/* The dispatcher needs shared memory and a worker slot: preload only. */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		IdemgateShmemInit();
+		RegisterIdemgateLauncher();
+	}
 }

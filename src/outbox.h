@@ -33,4 +33,19 @@ extern const char *FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 							  const char *error_class, const char *error,
 							  int64 retry_after_usecs, int http_status);
 
+/*
+ * SettleExpiredLeases settles sending effects whose lease expired (a crashed
+ * worker): unknown, or pending with backoff when the endpoint honours the
+ * Idempotency-Key. Only effects of effect_type unless it is NULL. Returns
+ * how many were settled. Must be called inside SPI.
+ */
+extern int	SettleExpiredLeases(const char *effect_type);
+
+/*
+ * CompleteRunIfDone moves the run of key approved → completed when every
+ * effect of it is completed. Must be called inside SPI, after the effect
+ * row was changed.
+ */
+extern void CompleteRunIfDone(text *key, const char *actor);
+
 #endif

@@ -1,0 +1,1259 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/dispatcher.c
+ *	  The launcher and the dispatcher background workers: claim due effects,
+ *	  POST them to their registered endpoints, record each outcome.
+ *
+ * Design note.
+ *
+ * Processes. With the library preloaded, _PG_init registers one launcher
+ * (BgWorkerStart_RecoveryFinished, restarted after 1 s). The launcher is
+ * connected to no database; it reads pg_database (a shared catalog) every
+ * poll interval until idemgate.database exists, then starts
+ * idemgate.dispatchers dynamic workers in it and restarts any that exit.
+ * A dispatcher whose database has no idemgate extension yet stays idle.
+ *
+ * States of an effect as the dispatcher sees them:
+ *
+ *   pending --claim (commit!)--> sending --POST--> completed
+ *                                   |          \-> pending (retry, backoff)
+ *                                   |          \-> unknown / failed
+ *                                   \--kill switch off before the POST--> pending
+ *                                   \--crash: lease expires--> unknown (or
+ *                                      pending when the endpoint honours the key)
+ *
+ * The claim (FOR UPDATE OF outbox SKIP LOCKED; state sending, attempts + 1,
+ * a lease owned by a fresh uuid per claim, expiring after the endpoint
+ * timeout plus a margin) is COMMITTED before any byte is sent. So a crash
+ * at any point leaves the effect either pending and never sent, or
+ * sending; SettleExpiredLeases (run at the start of every round, by any
+ * dispatcher) turns an expired sending lease into unknown, never silently
+ * into a second send. Outcomes are recorded with CompleteEffect/FailEffect
+ * (src/outbox.c), the same code as the pull API, under the lease owner
+ * check, so a late outcome for a lease that was settled meanwhile is
+ * ignored.
+ *
+ * Kill switch: ActionsEnabled() is checked in the claiming transaction and
+ * again in a short transaction immediately before the claimed requests are
+ * handed to libcurl; when it is off by then, the claimed effects go back to
+ * pending with the attempt uncounted (held, not lost).
+ *
+ * Throughput. Requests are sent concurrently through one libcurl multi
+ * handle (src/http.c) kept for the life of the process, so keep-alive
+ * connections are reused across rounds; at most idemgate.max_in_flight are
+ * in flight. Finished requests are recorded in batches, in the same
+ * transaction as the next claim, so a busy dispatcher commits once per
+ * batch rather than once per effect. If that transaction fails, each
+ * outcome is retried alone in its own transaction (one bad row cannot
+ * hold up the others); an outcome that still cannot be recorded is left
+ * to lease expiry.
+ *
+ * Waking. WakeDispatcherAtCommit (src/wakeup.c) sets our latch when a
+ * transaction that enqueued effects commits; polling every
+ * idemgate.poll_interval is only the fallback (for retries whose backoff
+ * has elapsed). A claim that filled its batch loops again at once.
+ *
+ * Housekeeping (first dispatcher only, each call in its own transaction,
+ * errors logged and the loop goes on): idemgate.expire_approvals() and
+ * idemgate.publish_alerts() every second, idemgate.purge() hourly when
+ * idemgate.retention > 0; each only when the function exists.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <curl/curl.h>
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "common/jsonapi.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "args.h"
+#include "crypto.h"
+#include "dispatcher.h"
+#include "endpoints.h"
+#include "guc.h"
+#include "http.h"
+#include "killswitch.h"
+#include "outbox.h"
+#include "spi_util.h"
+#include "wakeup.h"
+
+PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
+
+/* Lease = endpoint timeout + this, to cover recording the outcome. */
+#define LEASE_MARGIN_SECS	10
+/* Longest wait in curl_multi_poll while requests are in flight. */
+#define MULTI_POLL_MS		10
+/* On SIGTERM, how long requests in flight may still finish. */
+#define SHUTDOWN_GRACE_MS	3000
+/* Launcher: least time between two starts of one dispatcher slot. */
+#define RESTART_THROTTLE_MS 1000
+#define HOUSEKEEPING_MS		1000
+#define PURGE_INTERVAL_MS	(3600 * 1000)
+/* Upper bound of idemgate.max_in_flight. */
+#define IDEMGATE_MAX_INFLIGHT_CAP 1024
+/* Longest provider id kept. */
+#define MAX_PROVIDER_ID		1000
+
+/* Interface of SettleExpiredLeases (src/outbox.c). */
+extern int	SettleExpiredLeases(const char *effect_type_or_null);
+
+static volatile sig_atomic_t got_sigterm = false;
+
+/* A batch of claimed effects; its memory goes when its last effect is recorded. */
+typedef struct ClaimBatch
+{
+	MemoryContext cxt;
+	int			remaining;
+	pg_uuid_t	owner;
+} ClaimBatch;
+
+/* How a claimed effect ends in this process. */
+typedef enum ItemFate
+{
+	FATE_SENT,					/* the HTTP result decides */
+	FATE_RELEASE,				/* never sent: back to pending, attempt uncounted */
+	FATE_DENIED					/* URL no longer allowed: rejected */
+} ItemFate;
+
+/* One claimed effect. */
+typedef struct Claimed
+{
+	HttpRequest req;			/* must stay first: HttpPoll returns &req */
+	ClaimBatch *batch;
+	pg_uuid_t	effect_id;
+	int			attempt;
+	bool		honors_key;
+	char	   *provider_id_field;
+	ItemFate	fate;
+	const char *denied_why;
+	int			record_failures;
+	struct Claimed *next;			/* in the list of items to record */
+} Claimed;
+
+/* The dispatcher's state across loop iterations. */
+static int	my_slot = -1;
+static DispatcherSlot *my_shared = NULL;
+static Claimed *to_record = NULL;	/* finished, outcome not yet recorded */
+static int	n_to_record = 0;
+static Claimed **started = NULL;	/* claimed in the last round, not yet started */
+static int	n_started = 0;
+static HttpRequest **done_buf = NULL;
+static int	done_buf_len = 0;
+static bool solo_recording = false;
+static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
+
+/* ---------------------------------------------------------------- SQL */
+
+/*
+ * The claim: due pending effects of approved runs (as claim_effects) whose
+ * type has an endpoint, oldest first per type, skipping rows another
+ * dispatcher or a pull worker holds. The body is built here so that it is
+ * exactly the documented object.
+ */
+static SavedStatement claim_stmt = {
+	"WITH due AS MATERIALIZED ("
+	" SELECT d.effect_id FROM idemgate.endpoints e"
+	" CROSS JOIN LATERAL ("
+	"   SELECT o.effect_id FROM idemgate.outbox o"
+	"   JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
+	"   WHERE o.effect_type OPERATOR(pg_catalog.=) e.effect_type"
+	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"
+	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+	"     AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   ORDER BY o.next_attempt_at, o.created_at LIMIT $1"
+	"   FOR UPDATE OF o SKIP LOCKED) d"
+	" LIMIT $1"
+	")"
+	" UPDATE idemgate.outbox o"
+	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1, lease_owner = $2,"
+	"     lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) e.timeout OPERATOR(pg_catalog.+) $3,"
+	"     updated_at = pg_catalog.now()"
+	" FROM due, idemgate.endpoints e"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) due.effect_id"
+	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
+	" RETURNING o.effect_id, o.attempts, e.url,"
+	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"
+	"   e.honors_idempotency_key, e.provider_id_field,"
+	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"
+	"         FROM pg_catalog.jsonb_each_text(e.headers) h"
+	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"
+	"   pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
+	"     'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
+	"     'attempt', o.attempts)::text",
+	3, {INT4OID, UUIDOID, INTERVALOID}
+};
+
+/* Give a claimed, unsent effect back: pending, attempt not counted. */
+static SavedStatement release_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"
+	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1 AND lease_owner OPERATOR(pg_catalog.=) $2"
+	"   AND state OPERATOR(pg_catalog.=) 'sending'",
+	2, {UUIDOID, UUIDOID}
+};
+
+static SavedStatement function_exists_stmt = {
+	"SELECT pg_catalog.to_regprocedure($1) IS NOT NULL",
+	1, {TEXTOID}
+};
+
+static SavedStatement expire_approvals_stmt = {
+	"SELECT idemgate.expire_approvals()", 0, {0}
+};
+
+static SavedStatement publish_alerts_stmt = {
+	"SELECT idemgate.publish_alerts()", 0, {0}
+};
+
+static SavedStatement purge_stmt = {
+	"SELECT idemgate.purge(pg_catalog.make_interval(secs => $1))",
+	1, {FLOAT8OID}
+};
+
+/* ------------------------------------------------------------ signals */
+
+/* IdemgateSigterm asks the worker to finish its loop. */
+static void
+IdemgateSigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	got_sigterm = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/* ReloadConfigIfPending applies a SIGHUP. */
+static void
+ReloadConfigIfPending(void)
+{
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
+/* ----------------------------------------------------------- launcher */
+
+/* RegisterIdemgateLauncher registers the launcher; from _PG_init only. */
+void
+RegisterIdemgateLauncher(void)
+{
+	BackgroundWorker bgw;
+
+	if (IdemgateDispatchers <= 0)
+		return;
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 1;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "idemgate");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "IdemgateLauncherMain");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "idemgate launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "idemgate launcher");
+	bgw.bgw_main_arg = (Datum) 0;
+	bgw.bgw_notify_pid = 0;
+	RegisterBackgroundWorker(&bgw);
+}
+
+/*
+ * DatabaseOidByName finds a database by scanning pg_database, as the
+ * autovacuum launcher does: a process connected to no database can read
+ * shared catalogs only by heap scan. InvalidOid when there is none.
+ */
+static Oid
+DatabaseOidByName(const char *name)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	Oid			result = InvalidOid;
+
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (strcmp(NameStr(db->datname), name) == 0 && db->datconnlimit != DATCONNLIMIT_INVALID_DB)
+		{
+			result = db->oid;
+			break;
+		}
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/* StartDispatcher starts dispatcher slot in database dboid. */
+static BackgroundWorkerHandle *
+StartDispatcher(int slot, Oid dboid)
+{
+	BackgroundWorker bgw;
+	BackgroundWorkerHandle *handle = NULL;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "idemgate");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "IdemgateDispatcherMain");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "idemgate dispatcher %d", slot);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "idemgate dispatcher");
+	bgw.bgw_main_arg = Int32GetDatum(slot);
+	memcpy(bgw.bgw_extra, &dboid, sizeof(Oid));
+	bgw.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
+	{
+		ereport(WARNING,
+				(errmsg("idemgate: could not start dispatcher %d", slot),
+				 errhint("Raise max_worker_processes.")));
+		handle = NULL;
+	}
+	MemoryContextSwitchTo(old);
+	return handle;
+}
+
+/*
+ * IdemgateLauncherMain waits for idemgate.database to exist, then keeps
+ * idemgate.dispatchers dispatchers running in it.
+ */
+void
+IdemgateLauncherMain(Datum main_arg)
+{
+	BackgroundWorkerHandle *handles[IDEMGATE_MAX_DISPATCHERS] = {0};
+	TimestampTz last_start[IDEMGATE_MAX_DISPATCHERS] = {0};
+	MemoryContext loop_cxt;
+	bool		said_waiting = false;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, IdemgateSigterm);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("idemgate launcher");
+	if (IdemgateShmem != NULL)
+		IdemgateShmem->launcher_pid = MyProcPid;
+
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "idemgate launcher loop",
+									 ALLOCSET_DEFAULT_SIZES);
+
+	while (!got_sigterm)
+	{
+		Oid			dboid = InvalidOid;
+		int			n = Min(IdemgateDispatchers, IDEMGATE_MAX_DISPATCHERS);
+
+		CHECK_FOR_INTERRUPTS();
+		ReloadConfigIfPending();
+		MemoryContextReset(loop_cxt);
+		MemoryContextSwitchTo(loop_cxt);
+
+		pgstat_report_activity(STATE_RUNNING, "checking idemgate.database");
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		dboid = DatabaseOidByName(IdemgateDatabase);
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		MemoryContextSwitchTo(loop_cxt);
+
+		if (!OidIsValid(dboid))
+		{
+			if (!said_waiting)
+				ereport(LOG,
+						(errmsg("idemgate launcher: waiting for database \"%s\" to exist",
+								IdemgateDatabase),
+						 errhint("Create it, or set idemgate.database.")));
+			said_waiting = true;
+		}
+		else
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			said_waiting = false;
+			for (int i = 0; i < n; i++)
+			{
+				pid_t		pid;
+
+				if (handles[i] != NULL &&
+					GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
+					continue;
+				if (handles[i] != NULL)
+				{
+					pfree(handles[i]);
+					handles[i] = NULL;
+				}
+				if (last_start[i] != 0 &&
+					!TimestampDifferenceExceeds(last_start[i], now, RESTART_THROTTLE_MS))
+					continue;
+				last_start[i] = now;
+				handles[i] = StartDispatcher(i, dboid);
+			}
+		}
+
+		pgstat_report_activity(STATE_IDLE, NULL);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(IdemgatePollIntervalMs, RESTART_THROTTLE_MS),
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+
+	/* Our dispatchers go with us; the next launcher starts fresh ones. */
+	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
+		if (handles[i] != NULL)
+			TerminateBackgroundWorker(handles[i]);
+	proc_exit(0);
+}
+
+/* ------------------------------------------------- provider id (JSON) */
+
+typedef struct ProviderIdParse
+{
+	JsonLexContext *lex;
+	const char *field;
+	bool		in_field;
+	char	   *value;
+} ProviderIdParse;
+
+/* ProviderIdField notes when a top-level field has the wanted name. */
+static void
+ProviderIdField(void *state, char *fname, bool isnull)
+{
+	ProviderIdParse *p = (ProviderIdParse *) state;
+
+	p->in_field = (p->lex->lex_level == 1 && p->value == NULL &&
+				   fname != NULL && strcmp(fname, p->field) == 0);
+}
+
+/* ProviderIdScalar keeps the wanted field's value when it is a string or number. */
+static void
+ProviderIdScalar(void *state, char *token, JsonTokenType tokentype)
+{
+	ProviderIdParse *p = (ProviderIdParse *) state;
+
+	if (p->in_field && p->lex->lex_level == 1 &&
+		(tokentype == JSON_TOKEN_STRING || tokentype == JSON_TOKEN_NUMBER))
+		p->value = token;
+	p->in_field = false;
+}
+
+/* ProviderIdArray forgets the field when its value is not a scalar. */
+static void
+ProviderIdNonScalar(void *state)
+{
+	((ProviderIdParse *) state)->in_field = false;
+}
+
+/*
+ * ProviderIdFrom extracts the top-level field of a JSON response body as
+ * text, or NULL when the body is not JSON, lacks the field, or the value is
+ * not a string or number. Never raises.
+ */
+static char *
+ProviderIdFrom(const char *body, size_t len, const char *field)
+{
+	ProviderIdParse p;
+	JsonSemAction sem;
+
+	if (body == NULL || len == 0 || field == NULL || len >= HTTP_MAX_BODY_KEPT)
+		return NULL;
+	if (!pg_verifymbstr(body, (int) len, true))
+		return NULL;
+	memset(&p, 0, sizeof(p));
+	memset(&sem, 0, sizeof(sem));
+	p.lex = makeJsonLexContextCstringLen(unconstify(char *, body), (int) len,
+										 GetDatabaseEncoding(), true);
+	p.field = field;
+	sem.semstate = &p;
+	sem.object_field_start = ProviderIdField;
+	sem.scalar = ProviderIdScalar;
+	sem.object_start = ProviderIdNonScalar;
+	sem.array_start = ProviderIdNonScalar;
+	if (pg_parse_json(p.lex, &sem) != JSON_SUCCESS)
+		return NULL;
+	if (p.value != NULL && (strlen(p.value) == 0 || strlen(p.value) > MAX_PROVIDER_ID))
+		return NULL;
+	return p.value;
+}
+
+/* ----------------------------------------------------- outcomes */
+
+/* UuidText formats a uuid for messages. */
+static char *
+UuidText(pg_uuid_t *u)
+{
+	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(u)));
+}
+
+/* ReleaseItem gives an unsent effect back to pending. */
+static void
+ReleaseItem(Claimed *it)
+{
+	Datum		values[2];
+
+	values[0] = UUIDPGetDatum(&it->effect_id);
+	values[1] = UUIDPGetDatum(&it->batch->owner);
+	ExecSaved(&release_stmt, values, NULL, false, 0);
+	pg_atomic_fetch_add_u64(&my_shared->released, 1);
+}
+
+/*
+ * RecordOutcome records one finished effect exactly as complete_effect /
+ * fail_effect would. Classification:
+ *   2xx                             completed (provider id from the body)
+ *   429                             rate_limited (Retry-After)
+ *   502, 503, 504                   unavailable (Retry-After)
+ *   500 and other 5xx               server_error (may have happened)
+ *   3xx                             rejected (redirects are never followed)
+ *   other 4xx (and 1xx)             rejected
+ *   refused, DNS, reset, TLS        transport
+ *   timeout or no response, request not yet sent      transport
+ *   timeout or empty reply after the request was sent timeout_after_send
+ * libcurl never re-sends a request by itself (see RefuseRewind in http.c).
+ */
+static void
+RecordOutcome(Claimed *it)
+{
+	HttpRequest *r = &it->req;
+	pg_uuid_t  *owner = &it->batch->owner;
+	const char *cls = NULL;
+	char		msg[320];
+	const char *state;
+	int			status = (int) r->status;
+
+	if (it->fate == FATE_RELEASE)
+	{
+		ReleaseItem(it);
+		return;
+	}
+	if (it->fate == FATE_DENIED)
+	{
+		state = FailEffect(&it->effect_id, owner, "rejected", it->denied_why, -1, 0);
+		pg_atomic_fetch_add_u64(&my_shared->failed, 1);
+		return;
+	}
+
+	if (r->curl_code == CURLE_OK)
+	{
+		if (status >= 200 && status < 300)
+		{
+			char	   *pid = ProviderIdFrom(r->resp_body, r->resp_len, it->provider_id_field);
+
+			if (CompleteEffect(&it->effect_id, owner, pid, status))
+				pg_atomic_fetch_add_u64(&my_shared->completed, 1);
+			return;
+		}
+		if (status == 429)
+			cls = "rate_limited";
+		else if (status == 502 || status == 503 || status == 504)
+			cls = "unavailable";
+		else if (status >= 500)
+			cls = "server_error";
+		else
+			cls = "rejected";
+		if (status >= 300 && status < 400)
+			snprintf(msg, sizeof(msg), "HTTP %d (redirects are not followed)", status);
+		else
+			snprintf(msg, sizeof(msg), "HTTP %d", status);
+	}
+	else
+	{
+		switch (r->curl_code)
+		{
+			case CURLE_COULDNT_RESOLVE_HOST:
+			case CURLE_COULDNT_RESOLVE_PROXY:
+			case CURLE_COULDNT_CONNECT:
+			case CURLE_SEND_ERROR:
+			case CURLE_RECV_ERROR:
+			case CURLE_SSL_CONNECT_ERROR:
+			case CURLE_PEER_FAILED_VERIFICATION:
+				/* Refused or reset: retried, as the contract says. */
+				cls = "transport";
+				break;
+			case CURLE_SEND_FAIL_REWIND:
+				/* The connection died after the request went out (see http.c). */
+				cls = (r->os_errno == ECONNRESET) ? "transport" : "timeout_after_send";
+				break;
+			case CURLE_UNSUPPORTED_PROTOCOL:
+			case CURLE_URL_MALFORMAT:
+				cls = "rejected";
+				break;
+			default:
+				/* Timeouts, empty replies and the rest: was the request out? */
+				cls = r->request_sent ? "timeout_after_send" : "transport";
+				break;
+		}
+		if (r->curl_code == CURLE_SEND_FAIL_REWIND)
+			snprintf(msg, sizeof(msg), "connection %s without a response after the request was sent",
+					 r->os_errno == ECONNRESET ? "reset" : "closed");
+		else
+			snprintf(msg, sizeof(msg), "%s%s", r->error,
+					 r->request_sent ? " (after the request was sent)" : "");
+	}
+
+	state = FailEffect(&it->effect_id, owner, cls, msg,
+					   (strcmp(cls, "rate_limited") == 0 || strcmp(cls, "unavailable") == 0)
+					   ? r->retry_after_usecs : -1,
+					   status);
+	if (state != NULL)
+		pg_atomic_fetch_add_u64(&my_shared->failed, 1);
+}
+
+/* ItemRecorded frees an item once its outcome is in the database. */
+static void
+ItemRecorded(Claimed *it)
+{
+	ClaimBatch *b = it->batch;
+
+	HttpRequestFree(&it->req);
+	if (--b->remaining == 0)
+		MemoryContextDelete(b->cxt);
+}
+
+/* QueueForRecording adds a finished item to the list to record. */
+static void
+QueueForRecording(Claimed *it)
+{
+	it->next = to_record;
+	to_record = it;
+	n_to_record++;
+}
+
+/* ---------------------------------------------------------- rounds */
+
+/* ClaimEffects claims up to limit effects; the items go to started[]. */
+static void
+ClaimEffects(int limit)
+{
+	Datum		values[3];
+	ClaimBatch *b;
+	MemoryContext bcxt;
+	int			rc;
+
+	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate claim batch",
+								 ALLOCSET_SMALL_SIZES);
+	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
+	b->cxt = bcxt;
+	claiming = b;
+	memcpy(&b->owner, RandomUuid(), sizeof(pg_uuid_t));
+
+	values[0] = Int32GetDatum(limit);
+	values[1] = UUIDPGetDatum(&b->owner);
+	values[2] = IntervalPGetDatum(UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC));
+	rc = ExecSaved(&claim_stmt, values, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "idemgate: unexpected claim result %d", rc);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Claimed	   *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
+		ArrayType  *harr;
+		Datum	   *hdatums;
+		bool	   *hnulls;
+		int			nh;
+		char	  **hlines;
+		int			nlines = 0;
+		int64		timeout_ms;
+		text	   *body;
+
+		it->batch = b;
+		memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
+		it->attempt = DatumGetInt32(GetResultDatum(i, 2, &isnull));
+		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
+		timeout_ms = DatumGetInt64(GetResultDatum(i, 4, &isnull));
+		it->req.timeout_ms = (long) Max(Min(timeout_ms, INT64CONST(24) * 3600 * 1000), 1);
+		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
+		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 6, &isnull)));
+
+		harr = DatumGetArrayTypeP(GetResultDatum(i, 7, &isnull));
+		deconstruct_array(harr, TEXTOID, -1, false, TYPALIGN_INT, &hdatums, &hnulls, &nh);
+		hlines = MemoryContextAlloc(bcxt, sizeof(char *) * (nh + 2));
+		hlines[nlines++] = "Content-Type: application/json";
+		hlines[nlines++] = MemoryContextStrdup(bcxt, psprintf("Idempotency-Key: %s", UuidText(&it->effect_id)));
+		for (int h = 0; h < nh; h++)
+		{
+			char	   *line;
+
+			if (hnulls[h])
+				continue;
+			line = TextDatumGetCString(hdatums[h]);
+			if (!HttpHeaderLineSafe(line))
+				continue;		/* a CR/LF could smuggle headers: drop it */
+			hlines[nlines++] = MemoryContextStrdup(bcxt, line);
+		}
+		it->req.headers = (const char *const *) hlines;
+		it->req.nheaders = nlines;
+
+		body = DatumGetTextPP(GetResultDatum(i, 8, &isnull));
+		it->req.body_len = VARSIZE_ANY_EXHDR(body);
+		it->req.body = MemoryContextAlloc(bcxt, it->req.body_len + 1);
+		memcpy(unconstify(char *, it->req.body), VARDATA_ANY(body), it->req.body_len);
+		unconstify(char *, it->req.body)[it->req.body_len] = '\0';
+
+		it->fate = FATE_SENT;
+		b->remaining++;
+		started[n_started++] = it;
+	}
+	claiming = NULL;
+	if (b->remaining == 0)
+		MemoryContextDelete(bcxt);
+	pg_atomic_fetch_add_u64(&my_shared->claimed, n_started);
+}
+
+/* RecordQueued records every queued outcome in the current transaction. */
+static void
+RecordQueued(void)
+{
+	for (Claimed *it = to_record; it != NULL; it = it->next)
+		RecordOutcome(it);
+}
+
+/* FinishQueued frees the queued items after their transaction committed. */
+static void
+FinishQueued(void)
+{
+	Claimed	   *it = to_record;
+
+	while (it != NULL)
+	{
+		Claimed	   *next = it->next;
+
+		ItemRecorded(it);
+		it = next;
+	}
+	to_record = NULL;
+	n_to_record = 0;
+}
+
+/* ExtensionInstalled tells whether this database has the idemgate extension. */
+static bool
+ExtensionInstalled(void)
+{
+	return OidIsValid(get_extension_oid("idemgate", true));
+}
+
+/* RecordOneOutcome records one outcome in its own transaction; false on error. */
+static bool
+RecordOneOutcome(Claimed *it, MemoryContext loop_cxt)
+{
+	volatile bool ok = false;
+
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		ConnectSPI();
+		RecordOutcome(it);
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		ok = true;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(loop_cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(loop_cxt);
+	return ok;
+}
+
+/*
+ * RecordAlone records each queued outcome in its own transaction, after a
+ * batch transaction failed. An outcome that fails twice is dropped: its
+ * lease will expire and settle it.
+ */
+static void
+RecordAlone(MemoryContext loop_cxt)
+{
+	Claimed    *list = to_record;
+
+	to_record = NULL;
+	n_to_record = 0;
+	while (list != NULL)
+	{
+		Claimed    *it = list;
+		bool		ok;
+
+		list = it->next;
+		ok = RecordOneOutcome(it, loop_cxt);
+		if (ok || ++it->record_failures >= 2)
+		{
+			if (!ok)
+				ereport(WARNING,
+						(errmsg("idemgate dispatcher: could not record the outcome of effect %s; its lease will settle it",
+								UuidText(&it->effect_id))));
+			ItemRecorded(it);
+		}
+		else
+			QueueForRecording(it);
+	}
+}
+
+/*
+ * DoRound runs one transaction: record the finished outcomes, settle
+ * expired leases, and claim up to limit effects when the kill switch is on.
+ * Returns how many were claimed (placed in started[]), or -1 on error.
+ */
+static int
+DoRound(int limit, MemoryContext loop_cxt)
+{
+	volatile int claimed = 0;
+	volatile bool failed = false;
+
+	pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: recording and claiming");
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		ConnectSPI();
+		if (ExtensionInstalled())
+		{
+			if (solo_recording)
+				;				/* recorded below, one by one */
+			else
+				RecordQueued();
+			SettleExpiredLeases(NULL);
+			if (limit > 0 && ActionsEnabled())
+			{
+				ClaimEffects(limit);
+				claimed = n_started;
+			}
+		}
+		else if (n_to_record > 0)
+			elog(WARNING, "idemgate dispatcher: extension dropped with effects in flight");
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(loop_cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		failed = true;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(loop_cxt);
+
+	if (failed)
+	{
+		/* The claim rolled back: nothing of it may be sent. */
+		for (int i = 0; i < n_started; i++)
+		{
+			ClaimBatch *b = started[i]->batch;
+
+			if (--b->remaining == 0 && b != claiming)
+				MemoryContextDelete(b->cxt);
+		}
+		n_started = 0;
+		if (claiming != NULL)
+			MemoryContextDelete(claiming->cxt);
+		claiming = NULL;
+		if (n_to_record > 0)
+			RecordAlone(loop_cxt);
+		return -1;
+	}
+	if (solo_recording && n_to_record > 0)
+		RecordAlone(loop_cxt);
+	else
+		FinishQueued();
+	solo_recording = false;
+	pg_atomic_fetch_add_u64(&my_shared->rounds, 1);
+	pg_atomic_write_u64(&my_shared->last_round_at, (uint64) GetCurrentTimestamp());
+	return claimed;
+}
+
+/*
+ * SendStarted hands the claimed effects to libcurl after re-checking the
+ * kill switch (immediately before the send) and each endpoint URL. Effects
+ * that may not be sent are queued for recording (released or rejected).
+ */
+static void
+SendStarted(MemoryContext loop_cxt)
+{
+	volatile bool enabled = false;
+
+	if (n_started == 0)
+		return;
+
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		ConnectSPI();
+		enabled = ExtensionInstalled() && ActionsEnabled();
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(loop_cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		enabled = false;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(loop_cxt);
+
+	for (int i = 0; i < n_started; i++)
+	{
+		Claimed	   *it = started[i];
+		char	   *why;
+
+		if (!enabled || got_sigterm)
+		{
+			it->fate = FATE_RELEASE;
+			QueueForRecording(it);
+		}
+		else if (!EndpointUrlAllowed(it->req.url, &why))
+		{
+			it->fate = FATE_DENIED;
+			it->denied_why = MemoryContextStrdup(it->batch->cxt,
+												 psprintf("endpoint URL no longer allowed: %s", why));
+			QueueForRecording(it);
+		}
+		else if (!HttpStart(&it->req))
+			QueueForRecording(it);	/* a local failure: recorded as transport */
+	}
+	n_started = 0;
+	pg_atomic_write_u32(&my_shared->in_flight, (uint32) HttpInFlight());
+}
+
+/* CollectFinished moves finished requests to the list to record. */
+static void
+CollectFinished(long timeout_ms)
+{
+	int			n;
+
+	if (HttpInFlight() == 0)
+		return;
+	n = HttpPoll(timeout_ms, done_buf, done_buf_len);
+	for (int i = 0; i < n; i++)
+		QueueForRecording((Claimed *) done_buf[i]);
+	pg_atomic_write_u32(&my_shared->in_flight, (uint32) HttpInFlight());
+}
+
+/* ------------------------------------------------------ housekeeping */
+
+/*
+ * RunIfExists calls a housekeeping function in its own transaction when it
+ * exists; an error is logged and the loop goes on.
+ */
+static void
+RunIfExists(const char *signature, SavedStatement *stmt, double arg,
+			MemoryContext loop_cxt)
+{
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		ConnectSPI();
+		if (ExtensionInstalled())
+		{
+			Datum		name = CStringGetTextDatum(signature);
+			bool		isnull;
+
+			ExecSaved(&function_exists_stmt, &name, NULL, true, 1);
+			if (SPI_processed == 1 && DatumGetBool(GetResultDatum(0, 1, &isnull)) && !isnull)
+			{
+				Datum		a = Float8GetDatum(arg);
+
+				pgstat_report_activity(STATE_RUNNING, stmt->sql);
+				ExecSaved(stmt, stmt->nargs > 0 ? &a : NULL, NULL, false, 0);
+			}
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(loop_cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		/* A saved plan that failed (e.g. function dropped) is prepared afresh. */
+		if (stmt->plan != NULL)
+		{
+			SPI_freeplan(stmt->plan);
+			stmt->plan = NULL;
+		}
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(loop_cxt);
+}
+
+/* ------------------------------------------------------- dispatcher */
+
+/* ClearSlot empties our shared slot when the process exits. */
+static void
+ClearSlot(int code, Datum arg)
+{
+	if (my_shared != NULL)
+	{
+		my_shared->procno = -1;
+		pg_write_barrier();
+		my_shared->pid = 0;
+		pg_atomic_write_u32(&my_shared->in_flight, 0);
+	}
+}
+
+/*
+ * ShutdownDispatcher lets requests in flight finish for a short grace
+ * period, aborts the rest, records every outcome, and exits.
+ */
+static void
+ShutdownDispatcher(MemoryContext loop_cxt)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SHUTDOWN_GRACE_MS);
+
+	pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: shutting down");
+	while (HttpInFlight() > 0 && GetCurrentTimestamp() < deadline)
+		CollectFinished(MULTI_POLL_MS);
+	if (HttpInFlight() > 0)
+	{
+		/* Abort what is left: not sent → released; sent → may have happened. */
+		int			n = 0;
+		Claimed	  **pending = palloc(sizeof(Claimed *) * done_buf_len);
+
+		n = HttpAbortAll((HttpRequest **) pending, done_buf_len);
+		for (int i = 0; i < n; i++)
+		{
+			if (!pending[i]->req.request_sent)
+				pending[i]->fate = FATE_RELEASE;
+			QueueForRecording(pending[i]);
+		}
+	}
+	if (n_to_record > 0)
+		(void) DoRound(0, loop_cxt);
+	HttpShutdown();
+	proc_exit(0);
+}
+
+/* IdemgateDispatcherMain is one dispatcher's loop (see the design note). */
+void
+IdemgateDispatcherMain(Datum main_arg)
+{
+	Oid			dboid;
+	MemoryContext loop_cxt;
+	TimestampTz next_poll = 0;
+	TimestampTz next_housekeeping = 0;
+	TimestampTz next_purge = 0;
+	bool		woken = true;
+	bool		last_full = false;
+
+	my_slot = DatumGetInt32(main_arg);
+	memcpy(&dboid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, IdemgateSigterm);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("idemgate dispatcher");
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION);
+
+	if (IdemgateShmem == NULL || my_slot < 0 || my_slot >= IDEMGATE_MAX_DISPATCHERS)
+		elog(ERROR, "idemgate dispatcher started without its shared memory");
+	my_shared = &IdemgateShmem->slots[my_slot];
+	my_shared->pid = MyProcPid;
+	pg_write_barrier();
+	my_shared->procno = MyProc->pgprocno;
+	pg_atomic_write_u64(&my_shared->started_at, (uint64) GetCurrentTimestamp());
+	on_shmem_exit(ClearSlot, (Datum) 0);
+
+	done_buf_len = IDEMGATE_MAX_INFLIGHT_CAP;
+	done_buf = MemoryContextAlloc(TopMemoryContext, sizeof(HttpRequest *) * done_buf_len);
+	started = MemoryContextAlloc(TopMemoryContext, sizeof(Claimed *) * done_buf_len);
+	HttpInit();
+
+	loop_cxt = AllocSetContextCreate(TopMemoryContext, "idemgate dispatcher loop",
+									 ALLOCSET_DEFAULT_SIZES);
+	ereport(LOG, (errmsg("idemgate dispatcher %d started", my_slot)));
+
+	for (;;)
+	{
+		TimestampTz now;
+		int			in_flight;
+		int			capacity;
+		int			batch;
+		int			refill;
+		bool		want_claim;
+
+		CHECK_FOR_INTERRUPTS();
+		ReloadConfigIfPending();
+		MemoryContextReset(loop_cxt);
+		MemoryContextSwitchTo(loop_cxt);
+
+		if (got_sigterm)
+			ShutdownDispatcher(loop_cxt);
+
+		CollectFinished(0);
+		in_flight = HttpInFlight();
+		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_INFLIGHT_CAP) - in_flight;
+		batch = Min(IdemgateBatchSize, capacity);
+		refill = Max(1, Min(IdemgateBatchSize, IdemgateMaxInFlight) / 2);
+		now = GetCurrentTimestamp();
+
+		/*
+		 * Claim when woken, after a full batch (a backlog) or when the poll
+		 * interval is up; while requests are in flight, a backlog waits for
+		 * half the slots to free so that each commit carries a real batch.
+		 */
+		want_claim = batch > 0 && (woken || last_full || now >= next_poll) &&
+			(in_flight == 0 || batch >= refill || !last_full);
+
+		/*
+		 * Record when nothing is left in flight, or when enough outcomes
+		 * have piled up to be worth a commit, or alongside a claim.
+		 */
+		if (want_claim || (n_to_record > 0 && (in_flight == 0 || n_to_record >= refill)))
+		{
+			int			claimed;
+
+			if (want_claim)
+			{
+				woken = false;
+				next_poll = TimestampTzPlusMilliseconds(now, IdemgatePollIntervalMs);
+			}
+			claimed = DoRound(want_claim ? batch : 0, loop_cxt);
+			if (want_claim)
+				last_full = (claimed == batch);
+			if (claimed < 0)
+			{
+				/* The round failed: back off for a poll interval. */
+				last_full = false;
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 IdemgatePollIntervalMs, PG_WAIT_EXTENSION);
+				ResetLatch(MyLatch);
+				continue;
+			}
+			SendStarted(loop_cxt);
+		}
+
+		/* Housekeeping, by the first dispatcher only. */
+		if (my_slot == 0 && now >= next_housekeeping)
+		{
+			next_housekeeping = TimestampTzPlusMilliseconds(now, HOUSEKEEPING_MS);
+			pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: housekeeping");
+			RunIfExists("idemgate.expire_approvals()", &expire_approvals_stmt, 0, loop_cxt);
+			RunIfExists("idemgate.publish_alerts()", &publish_alerts_stmt, 0, loop_cxt);
+			if (IdemgateRetentionSecs > 0 && now >= next_purge)
+			{
+				if (next_purge != 0)
+					RunIfExists("idemgate.purge(interval)", &purge_stmt,
+								(double) IdemgateRetentionSecs, loop_cxt);
+				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? 60 * 1000 : PURGE_INTERVAL_MS);
+			}
+		}
+
+		pgstat_report_activity(STATE_IDLE, NULL);
+
+		/* Wait: for transfers while any are in flight, else for the latch. */
+		if (HttpInFlight() > 0)
+		{
+			CollectFinished(MULTI_POLL_MS);
+			if (MyLatch->is_set)
+			{
+				ResetLatch(MyLatch);
+				woken = true;
+			}
+		}
+		else if (!last_full && n_to_record == 0)
+		{
+			long		sleep_ms;
+			int			rc;
+
+			now = GetCurrentTimestamp();
+			sleep_ms = (long) ((Min(next_poll, my_slot == 0 ? next_housekeeping : next_poll) - now) / 1000);
+			sleep_ms = Max(sleep_ms, 0);
+			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						   sleep_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			if (rc & WL_LATCH_SET)
+				woken = true;
+		}
+	}
+}
+
+/* ----------------------------------------------------------- status */
+
+/*
+ * idemgate_dispatcher_status implements dispatcher_status(): one row per
+ * running dispatcher with its counters since it started.
+ */
+Datum
+idemgate_dispatcher_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (IdemgateShmem == NULL)
+		return (Datum) 0;
+	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
+	{
+		DispatcherSlot *s = &IdemgateShmem->slots[i];
+		Datum		values[10];
+		bool		nulls[10] = {0};
+		int			pid = s->pid;
+		TimestampTz last = (TimestampTz) pg_atomic_read_u64(&s->last_round_at);
+
+		if (pid == 0)
+			continue;
+		values[0] = Int32GetDatum(i);
+		values[1] = Int32GetDatum(pid);
+		values[2] = TimestampTzGetDatum((TimestampTz) pg_atomic_read_u64(&s->started_at));
+		values[3] = Int32GetDatum((int32) pg_atomic_read_u32(&s->in_flight));
+		values[4] = Int64GetDatum((int64) pg_atomic_read_u64(&s->rounds));
+		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&s->claimed));
+		values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&s->completed));
+		values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&s->failed));
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&s->released));
+		values[9] = TimestampTzGetDatum(last);
+		nulls[9] = (last == 0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

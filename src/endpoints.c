@@ -1,0 +1,350 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/endpoints.c
+ *	  register_endpoint and the URL checks that keep effects away from
+ *	  places they should not go (SSRF): an effect is only ever sent to the
+ *	  URL registered for its type by an operator, never to a URL taken from
+ *	  a payload; the URL is parsed with libcurl's own URL parser (the one
+ *	  that will send the request, so the two cannot disagree); plain http
+ *	  is allowed only to hosts the administrator listed.
+ *
+ *	  Header values may hold secrets (API keys), so they are never written
+ *	  to the audit trail, and only operators can read idemgate.endpoints.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <curl/curl.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "args.h"
+#include "endpoints.h"
+#include "events.h"
+#include "guc.h"
+#include "spi_util.h"
+#include "wakeup.h"
+
+PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
+
+#define MAX_TIMEOUT_USECS	((int64) 5 * 60 * USECS_PER_SEC)
+#define MAX_HEADERS			50
+#define MAX_HEADER_NAME		256
+#define MAX_HEADER_VALUE	8192
+
+/* Headers the dispatcher sets itself; an endpoint may not override them. */
+static const char *const reserved_headers[] = {
+	"Content-Type", "Idempotency-Key", "Host", "Content-Length", "Transfer-Encoding", NULL
+};
+
+static SavedStatement upsert_stmt = {
+	"INSERT INTO idemgate.endpoints AS e (effect_type, url, timeout, max_attempts,"
+	"  honors_idempotency_key, headers, provider_id_field)"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7)"
+	" ON CONFLICT (effect_type) DO UPDATE"
+	" SET url = excluded.url, timeout = excluded.timeout, max_attempts = excluded.max_attempts,"
+	"     honors_idempotency_key = excluded.honors_idempotency_key, headers = excluded.headers,"
+	"     provider_id_field = excluded.provider_id_field, updated_at = pg_catalog.now()"
+	" RETURNING (xmax OPERATOR(pg_catalog.=) 0) AS created",
+	7, {TEXTOID, TEXTOID, INTERVALOID, INT4OID, BOOLOID, JSONBOID, TEXTOID}
+};
+
+/* StripBrackets returns host without the [] of an IPv6 literal. */
+static char *
+StripBrackets(const char *host)
+{
+	size_t		len = strlen(host);
+
+	if (len >= 2 && host[0] == '[' && host[len - 1] == ']')
+		return pnstrdup(host + 1, len - 2);
+	return pstrdup(host);
+}
+
+/*
+ * HttpHostAllowed tells whether host is listed in idemgate.allowed_http_hosts
+ * (comma-separated, case-insensitive, IPv6 with or without brackets).
+ */
+static bool
+HttpHostAllowed(const char *host)
+{
+	char	   *wanted = StripBrackets(host);
+	const char *p = IdemgateAllowedHttpHosts ? IdemgateAllowedHttpHosts : "";
+
+	while (*p)
+	{
+		const char *end = strchr(p, ',');
+		size_t		len = end ? (size_t) (end - p) : strlen(p);
+		char	   *item = pnstrdup(p, len);
+		char	   *s = item;
+		char	   *e;
+
+		while (*s == ' ' || *s == '\t' || *s == '"')
+			s++;
+		e = s + strlen(s);
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '"'))
+			*--e = '\0';
+		if (*s && pg_strcasecmp(StripBrackets(s), wanted) == 0)
+			return true;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	return false;
+}
+
+/* EndpointUrlAllowed checks url; see endpoints.h. */
+bool
+EndpointUrlAllowed(const char *url, char **why)
+{
+	CURLU	   *h;
+	CURLUcode	rc;
+	char	   *part = NULL;
+	char	   *scheme = NULL;
+	char	   *host = NULL;
+	char	   *reason = NULL;
+
+	if (url == NULL || *url == '\0')
+	{
+		*why = pstrdup("it is empty");
+		return false;
+	}
+	h = curl_url();
+	if (h == NULL)
+	{
+		*why = pstrdup("out of memory parsing it");
+		return false;
+	}
+	rc = curl_url_set(h, CURLUPART_URL, url, 0);
+	if (rc != CURLUE_OK)
+		reason = psprintf("it cannot be parsed as an absolute http or https URL (%s)",
+						  curl_url_strerror(rc));
+	if (reason == NULL)
+	{
+		if (curl_url_get(h, CURLUPART_SCHEME, &part, 0) == CURLUE_OK && part != NULL)
+			scheme = pstrdup(part);
+		curl_free(part);
+		part = NULL;
+		if (curl_url_get(h, CURLUPART_HOST, &part, 0) == CURLUE_OK && part != NULL)
+			host = pstrdup(part);
+		curl_free(part);
+		part = NULL;
+
+		if (scheme == NULL || host == NULL || *host == '\0')
+			reason = pstrdup("it has no scheme or no host");
+		else if (pg_strcasecmp(scheme, "https") != 0 && pg_strcasecmp(scheme, "http") != 0)
+			reason = psprintf("its scheme is %s; only https (or http to allowed hosts) is allowed",
+							  scheme);
+	}
+	if (reason == NULL)
+	{
+		bool		has_user = false;
+
+		if (curl_url_get(h, CURLUPART_USER, &part, 0) == CURLUE_OK && part != NULL)
+			has_user = true;
+		curl_free(part);
+		part = NULL;
+		if (curl_url_get(h, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK && part != NULL)
+			has_user = true;
+		curl_free(part);
+		part = NULL;
+		if (has_user)
+			reason = pstrdup("it contains user information; put credentials in the endpoint's headers instead");
+	}
+	curl_url_cleanup(h);
+
+	if (reason == NULL && pg_strcasecmp(scheme, "http") == 0 && !HttpHostAllowed(host))
+		reason = psprintf("plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to %s",
+						  host);
+	if (reason != NULL)
+	{
+		*why = reason;
+		return false;
+	}
+	*why = NULL;
+	return true;
+}
+
+/* IsTokenChar tells whether c may appear in an HTTP header name (RFC 9110 tchar). */
+static bool
+IsTokenChar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* HeaderError raises 22023 about the headers argument. */
+static void
+HeaderError(const char *msg, const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("argument \"headers\" %s", msg),
+			 name ? errdetail("Header name: \"%s\".", name) : 0,
+			 errhint("Pass a JSON object of header name → string value, e.g. {\"Authorization\": \"Bearer ...\"}.")));
+}
+
+/*
+ * CheckHeaders validates the headers object: string values, token names,
+ * no CR/LF or other control characters, no reserved or duplicate names.
+ * Returns the names as a JSON array for the audit event.
+ */
+static Jsonb *
+CheckHeaders(Jsonb *headers)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	StringInfoData names;
+	List	   *seen = NIL;
+	int			count = 0;
+	char	   *name = NULL;
+
+	if (!JB_ROOT_IS_OBJECT(headers) || JB_ROOT_IS_SCALAR(headers))
+		HeaderError("must be a JSON object", NULL);
+	initStringInfo(&names);
+	appendStringInfoChar(&names, '[');
+	it = JsonbIteratorInit(&headers->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+		{
+			ListCell   *lc;
+
+			name = pnstrdup(v.val.string.val, v.val.string.len);
+			if (++count > MAX_HEADERS)
+				HeaderError(psprintf("must have at most %d headers", MAX_HEADERS), NULL);
+			if (v.val.string.len == 0 || v.val.string.len > MAX_HEADER_NAME)
+				HeaderError(psprintf("names must be 1 to %d characters long", MAX_HEADER_NAME), name);
+			for (int i = 0; i < v.val.string.len; i++)
+				if (!IsTokenChar((unsigned char) name[i]))
+					HeaderError("names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)", name);
+			for (int i = 0; reserved_headers[i] != NULL; i++)
+				if (pg_strcasecmp(name, reserved_headers[i]) == 0)
+					HeaderError("may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them",
+								name);
+			foreach(lc, seen)
+				if (pg_strcasecmp((char *) lfirst(lc), name) == 0)
+					HeaderError("names must be unique regardless of case", name);
+			seen = lappend(seen, name);
+			if (count > 1)
+				appendStringInfoString(&names, ", ");
+			escape_json(&names, name);
+		}
+		else if (tok == WJB_VALUE)
+		{
+			if (v.type != jbvString)
+				HeaderError("values must be JSON strings", name);
+			if (v.val.string.len > MAX_HEADER_VALUE)
+				HeaderError(psprintf("values must be at most %d bytes long", MAX_HEADER_VALUE), name);
+			for (int i = 0; i < v.val.string.len; i++)
+			{
+				unsigned char c = (unsigned char) v.val.string.val[i];
+
+				if ((c < 0x20 && c != '\t') || c == 0x7f)
+					HeaderError("values must not contain CR, LF or other control characters", name);
+			}
+		}
+	}
+	appendStringInfoChar(&names, ']');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(names.data)));
+}
+
+/*
+ * idemgate_register_endpoint implements register_endpoint(effect_type,
+ * url, timeout, max_attempts, honors_idempotency_key, headers,
+ * provider_id_field): creates or replaces the endpoint of an effect type.
+ */
+Datum
+idemgate_register_endpoint(PG_FUNCTION_ARGS)
+{
+	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", 200);
+	text	   *url = TextArg(fcinfo, 1, "url", 2048);
+	char	   *url_str = text_to_cstring(url);
+	char	   *why;
+	Interval   *timeout;
+	int32		max_attempts;
+	bool		honors;
+	Jsonb	   *headers;
+	Jsonb	   *header_names;
+	text	   *provider_id_field;
+	Datum		values[7];
+	bool		isnull;
+	bool		created;
+	CURLU	   *h;
+	char	   *scheme = NULL;
+	char	   *host = NULL;
+	EventDetails details;
+
+	if (!EndpointUrlAllowed(url_str, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"url\" is not allowed: %s", why),
+				 errhint("Use an https:// URL, or add the host to idemgate.allowed_http_hosts for plain http.")));
+	timeout = IntervalArg(fcinfo, 2, "timeout", 0, MAX_TIMEOUT_USECS, NULL);
+	RequireArg(fcinfo, 3, "max_attempts");
+	max_attempts = PG_GETARG_INT32(3);
+	if (max_attempts < 1 || max_attempts > 100)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"max_attempts\" must be between 1 and 100, not %d", max_attempts)));
+	RequireArg(fcinfo, 4, "honors_idempotency_key");
+	honors = PG_GETARG_BOOL(4);
+	RequireArg(fcinfo, 5, "headers");
+	headers = PG_GETARG_JSONB_P(5);
+	header_names = CheckHeaders(headers);
+	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", 200);
+
+	ConnectSPI();
+	values[0] = PointerGetDatum(effect_type);
+	values[1] = PointerGetDatum(url);
+	values[2] = IntervalPGetDatum(timeout);
+	values[3] = Int32GetDatum(max_attempts);
+	values[4] = BoolGetDatum(honors);
+	values[5] = JsonbPGetDatum(headers);
+	values[6] = PointerGetDatum(provider_id_field);
+	if (ExecSaved(&upsert_stmt, values, NULL, false, 1) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not register endpoint");
+	created = DatumGetBool(GetResultDatum(0, 1, &isnull));
+
+	/* Only scheme and host are audited: paths and queries can hold secrets. */
+	h = curl_url();
+	if (h != NULL)
+	{
+		char	   *part = NULL;
+
+		if (curl_url_set(h, CURLUPART_URL, url_str, 0) == CURLUE_OK)
+		{
+			if (curl_url_get(h, CURLUPART_SCHEME, &part, 0) == CURLUE_OK && part)
+				scheme = pstrdup(part);
+			curl_free(part);
+			part = NULL;
+			if (curl_url_get(h, CURLUPART_HOST, &part, 0) == CURLUE_OK && part)
+				host = pstrdup(part);
+			curl_free(part);
+		}
+		curl_url_cleanup(h);
+	}
+	DetailsInit(&details);
+	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
+	DetailsBool(&details, "created", created);
+	DetailsText(&details, "scheme", scheme);
+	DetailsText(&details, "host", host);
+	DetailsInt(&details, "timeout_ms", IntervalToUsecs(timeout) / 1000);
+	DetailsInt(&details, "max_attempts", max_attempts);
+	DetailsBool(&details, "honors_idempotency_key", honors);
+	DetailsJsonb(&details, "header_names", header_names);
+	RecordEvent(NULL, NULL, "endpoint_registered", GetUserNameFromId(GetOuterUserId(), false),
+				DetailsFinish(&details));
+	WakeDispatcherAtCommit();	/* pending effects of this type may go now */
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,121 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/killswitch.c
+ *	  The kill switch ("interruptor de emergencia"): set_actions_enabled,
+ *	  actions_enabled() and ActionsEnabled(). Deny by default: a send
+ *	  happens only when the setting idemgate.actions_enabled is on AND the
+ *	  audited row in idemgate.control says enabled. It is checked at the
+ *	  effect boundary (claim_effects, and the dispatcher right before each
+ *	  send), so queued and claimed effects are held, not lost. Claims,
+ *	  approvals and enqueueing keep working while it is off.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "args.h"
+#include "events.h"
+#include "guc.h"
+#include "killswitch.h"
+#include "spi_util.h"
+#include "wakeup.h"
+
+PG_FUNCTION_INFO_V1(idemgate_set_actions_enabled);
+PG_FUNCTION_INFO_V1(idemgate_actions_enabled);
+
+static SavedStatement read_switch_stmt = {
+	"SELECT actions_enabled FROM idemgate.control WHERE singleton",
+	0, {InvalidOid}
+};
+
+static SavedStatement lock_switch_stmt = {
+	"SELECT actions_enabled FROM idemgate.control WHERE singleton FOR UPDATE",
+	0, {InvalidOid}
+};
+
+static SavedStatement set_switch_stmt = {
+	"UPDATE idemgate.control"
+	" SET actions_enabled = $1, changed_at = pg_catalog.now(), changed_by = $2, reason = $3"
+	" WHERE singleton",
+	3, {BOOLOID, TEXTOID, TEXTOID}
+};
+
+/*
+ * ActionsEnabled reads both switches now: the setting, then the control
+ * row (a missing row counts as off). Must be called inside SPI.
+ */
+bool
+ActionsEnabled(void)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (!IdemgateActionsEnabled)
+		return false;
+	if (ExecSaved(&read_switch_stmt, NULL, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the kill switch");
+	if (SPI_processed != 1)
+		return false;
+	d = GetResultDatum(0, 1, &isnull);
+	return !isnull && DatumGetBool(d);
+}
+
+/*
+ * idemgate_set_actions_enabled implements set_actions_enabled(enabled,
+ * actor, reason): flips the audited switch and records who and why.
+ */
+Datum
+idemgate_set_actions_enabled(PG_FUNCTION_ARGS)
+{
+	bool		enabled;
+	text	   *actor;
+	text	   *reason;
+	Datum		values[3];
+	bool		isnull;
+	bool		previous;
+	EventDetails details;
+
+	RequireArg(fcinfo, 0, "enabled");
+	enabled = PG_GETARG_BOOL(0);
+	actor = TextArg(fcinfo, 1, "actor", 200);
+	reason = TextArg(fcinfo, 2, "reason", 2000);
+
+	ConnectSPI();
+	values[0] = BoolGetDatum(enabled);
+	values[1] = PointerGetDatum(actor);
+	values[2] = PointerGetDatum(reason);
+	if (ExecSaved(&lock_switch_stmt, NULL, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "the kill switch row in idemgate.control is missing");
+	previous = DatumGetBool(GetResultDatum(0, 1, &isnull));
+	if (ExecSaved(&set_switch_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the kill switch");
+
+	DetailsInit(&details);
+	DetailsBool(&details, "enabled", enabled);
+	DetailsBool(&details, "previous", previous);
+	DetailsBool(&details, "setting", IdemgateActionsEnabled);
+	DetailsText(&details, "reason", text_to_cstring(reason));
+	RecordEvent(NULL, NULL, "actions_enabled_changed", text_to_cstring(actor),
+				DetailsFinish(&details));
+	if (enabled)
+		WakeDispatcherAtCommit();	/* held effects may go out now */
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* idemgate_actions_enabled implements actions_enabled(): both switches on. */
+Datum
+idemgate_actions_enabled(PG_FUNCTION_ARGS)
+{
+	bool		enabled;
+
+	ConnectSPI();
+	enabled = ActionsEnabled();
+	SPI_finish();
+	PG_RETURN_BOOL(enabled);
+}

@@ -1,0 +1,581 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/outbox.c
+ *	  The pull API for effects (claim_effects, complete_effect,
+ *	  fail_effect) and the shared C entry points CompleteEffect,
+ *	  FailEffect and SettleExpiredLeases that the dispatcher uses too.
+ *
+ * Design note. An effect moves through these states:
+ *
+ *	pending --claim--> sending --complete--> completed
+ *	   ^                  |  \--fail: rejected, or retries exhausted--> failed
+ *	   |                  |   \-fail: timeout_after_send/server_error--> unknown
+ *	   +--fail: retryable-+    (retryable instead when the endpoint
+ *	      (with backoff)        honours the Idempotency-Key)
+ *
+ * plus operator actions (src/deadletters.c): failed --reinject--> pending,
+ * unknown --resolve_effect--> completed | pending.
+ *
+ * Locks. A claim locks due pending rows with FOR UPDATE SKIP LOCKED and
+ * marks them sending in the same statement, so concurrent claimers never get
+ * the same effect. Every later step is a compare-and-set on (effect_id,
+ * lease_owner, state = 'sending') under the row lock: whoever changed the
+ * row first wins, the other sees zero rows and is told the lease was lost.
+ * A lease that expired but was not settled yet may still be completed or
+ * failed by its owner: the send really happened, and only the settle step
+ * (run before every claim) turns an expired lease into unknown (or pending
+ * with backoff for endpoints that honour the key).
+ *
+ * Completing a run. After an effect is completed its run row is locked
+ * (always effect first, then run, the same order everywhere) and a fresh
+ * snapshot checks whether any effect of the run is still not completed.
+ * Two effects of one run completing at once serialise on the run lock, so
+ * the second one sees the first committed and completes the run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "args.h"
+#include "backoff.h"
+#include "crypto.h"
+#include "events.h"
+#include "guc.h"
+#include "idemgate.h"
+#include "killswitch.h"
+#include "outbox.h"
+#include "runs.h"
+#include "spi_util.h"
+#include "wakeup.h"
+
+PG_FUNCTION_INFO_V1(idemgate_claim_effects);
+PG_FUNCTION_INFO_V1(idemgate_complete_effect);
+PG_FUNCTION_INFO_V1(idemgate_fail_effect);
+
+/* Attempts allowed when the effect's type has no registered endpoint. */
+#define DEFAULT_MAX_ATTEMPTS 3
+/* Longest lease claim_effects hands out. */
+#define MAX_EFFECT_LEASE_USECS ((int64) 3600 * USECS_PER_SEC)
+/* Longest error text kept in outbox.last_error. */
+#define MAX_ERROR_BYTES 4000
+/* Expired leases settled per call (the rest on the next call). */
+#define SETTLE_BATCH 1000
+
+/* What a failure of a given class does to the effect. */
+typedef enum FailKind
+{
+	FAIL_RETRY,					/* never reached the provider: retry with backoff */
+	FAIL_MAYBE_SENT,			/* may have happened: unknown, unless the key is honoured */
+	FAIL_REJECT					/* the provider said no: failed + dead letter */
+} FailKind;
+
+typedef struct ErrorClass
+{
+	const char *name;
+	FailKind	kind;
+	bool		internal;		/* only the settle step uses it */
+} ErrorClass;
+
+static const ErrorClass error_classes[] = {
+	{"transport", FAIL_RETRY, false},
+	{"rate_limited", FAIL_RETRY, false},
+	{"unavailable", FAIL_RETRY, false},
+	{"timeout_after_send", FAIL_MAYBE_SENT, false},
+	{"server_error", FAIL_MAYBE_SENT, false},
+	{"rejected", FAIL_REJECT, false},
+	{"lease_expired", FAIL_MAYBE_SENT, true},
+	{NULL, FAIL_REJECT, false}
+};
+
+#define ERROR_CLASS_HINT "The error classes are transport, rate_limited, unavailable, timeout_after_send, server_error and rejected."
+
+static SavedStatement claim_stmt = {
+	"WITH due AS ("
+	" SELECT o.effect_id FROM idemgate.outbox o"
+	" JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
+	" WHERE o.effect_type OPERATOR(pg_catalog.=) $1 AND o.state OPERATOR(pg_catalog.=) 'pending'"
+	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	" ORDER BY o.next_attempt_at"
+	" LIMIT $2"
+	" FOR UPDATE OF o SKIP LOCKED"
+	")"
+	" UPDATE idemgate.outbox o"
+	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1,"
+	"     lease_owner = $3, lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) $4,"
+	"     updated_at = pg_catalog.now()"
+	" FROM due WHERE o.effect_id OPERATOR(pg_catalog.=) due.effect_id"
+	" RETURNING o.effect_id, o.idempotency_key, o.effect_type, o.target, o.payload,"
+	"           o.attempts, o.lease_owner",
+	4, {TEXTOID, INT4OID, UUIDOID, INTERVALOID}
+};
+
+static SavedStatement complete_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = 'completed', provider_id = $3, last_status = $4, last_error = NULL,"
+	"     lease_expires_at = NULL, updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1 AND lease_owner OPERATOR(pg_catalog.=) $2"
+	"   AND state OPERATOR(pg_catalog.=) 'sending'"
+	" RETURNING idempotency_key, attempts",
+	4, {UUIDOID, UUIDOID, TEXTOID, INT4OID}
+};
+
+static SavedStatement lock_sending_stmt = {
+	"SELECT o.idempotency_key, o.effect_type, o.target, o.payload, o.attempts,"
+	"       e.max_attempts, e.honors_idempotency_key"
+	" FROM idemgate.outbox o"
+	" LEFT JOIN idemgate.endpoints e ON e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1 AND o.lease_owner OPERATOR(pg_catalog.=) $2"
+	"   AND o.state OPERATOR(pg_catalog.=) 'sending'"
+	" FOR UPDATE OF o",
+	2, {UUIDOID, UUIDOID}
+};
+
+static SavedStatement fail_update_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = $2,"
+	"     next_attempt_at = CASE WHEN $3::interval IS NULL THEN next_attempt_at"
+	"                            ELSE pg_catalog.now() OPERATOR(pg_catalog.+) $3 END,"
+	"     last_status = $4, last_error = $5, lease_expires_at = NULL,"
+	"     updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1"
+	" RETURNING next_attempt_at",
+	5, {UUIDOID, TEXTOID, INTERVALOID, INT4OID, TEXTOID}
+};
+
+static SavedStatement dead_letter_target_stmt = {
+	"UPDATE idemgate.dead_letters SET target = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+	2, {INT8OID, TEXTOID}
+};
+
+static SavedStatement lock_run_state_stmt = {
+	"SELECT state FROM idemgate.runs"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+static SavedStatement open_effects_stmt = {
+	"SELECT EXISTS (SELECT 1 FROM idemgate.outbox"
+	"  WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
+	"    AND state OPERATOR(pg_catalog.<>) 'completed')",
+	1, {TEXTOID}
+};
+
+static SavedStatement expired_stmt = {
+	"SELECT effect_id, lease_owner FROM idemgate.outbox"
+	" WHERE state OPERATOR(pg_catalog.=) 'sending'"
+	"   AND lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()"
+	"   AND ($1::text IS NULL OR effect_type OPERATOR(pg_catalog.=) $1)"
+	" ORDER BY lease_expires_at LIMIT " CppAsString2(SETTLE_BATCH)
+	" FOR UPDATE SKIP LOCKED",
+	1, {TEXTOID}
+};
+
+/* FindErrorClass returns the entry for name, or NULL. */
+static const ErrorClass *
+FindErrorClass(const char *name, bool allow_internal)
+{
+	for (int i = 0; error_classes[i].name != NULL; i++)
+		if (strcmp(name, error_classes[i].name) == 0 &&
+			(allow_internal || !error_classes[i].internal))
+			return &error_classes[i];
+	return NULL;
+}
+
+/* ClipError returns error cut to MAX_ERROR_BYTES on a character boundary. */
+static char *
+ClipError(const char *error)
+{
+	int			len;
+
+	if (error == NULL)
+		return NULL;
+	len = strlen(error);
+	if (len <= MAX_ERROR_BYTES)
+		return pstrdup(error);
+	return pnstrdup(error, pg_mbcliplen(error, len, MAX_ERROR_BYTES));
+}
+
+/*
+ * CompleteRunIfDone completes the run of key (approved → completed) when
+ * none of its effects is in another state than completed. Locks the run
+ * row, so it must be called after the effect row was changed. Must be
+ * called inside SPI.
+ */
+void
+CompleteRunIfDone(text *key, const char *actor)
+{
+	Datum		values[1];
+	bool		isnull;
+	char	   *state;
+
+	values[0] = PointerGetDatum(key);
+	if (ExecSaved(&lock_run_state_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock run");
+	if (SPI_processed == 0)
+		return;
+	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+	if (strcmp(state, "approved") != 0)
+		return;
+	if (ExecSaved(&open_effects_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not count open effects");
+	if (DatumGetBool(GetResultDatum(0, 1, &isnull)))
+		return;
+	SetRunState(key, "approved", "completed", NULL, false, actor, NULL);
+}
+
+/* CompleteEffect records a successful delivery; see outbox.h. */
+bool
+CompleteEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
+			   const char *provider_id, int http_status)
+{
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+	text	   *key;
+	int			attempt;
+	EventDetails details;
+
+	values[0] = UUIDPGetDatum(effect_id);
+	values[1] = UUIDPGetDatum(owner);
+	values[2] = provider_id ? CStringGetTextDatum(provider_id) : (Datum) 0;
+	nulls[2] = provider_id ? ' ' : 'n';
+	values[3] = Int32GetDatum(http_status);
+	nulls[3] = http_status > 0 ? ' ' : 'n';
+	if (ExecSaved(&complete_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not complete effect");
+	if (SPI_processed == 0)
+		return false;
+	key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
+	attempt = DatumGetInt32(GetResultDatum(0, 2, &isnull));
+
+	DetailsInit(&details);
+	DetailsText(&details, "provider_id", provider_id);
+	if (http_status > 0)
+		DetailsInt(&details, "status", http_status);
+	DetailsInt(&details, "attempt", attempt);
+	RecordEvent(key, effect_id, "effect_completed", NULL, DetailsFinish(&details));
+
+	CompleteRunIfDone(key, NULL);
+	return true;
+}
+
+/*
+ * FailLockedEffect records a failed attempt; see FailEffect. Lease-expired
+ * settling uses the internal class lease_expired.
+ */
+static const char *
+FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
+				 const char *error, int64 retry_after_usecs, int http_status)
+{
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	Datum		d;
+	text	   *key;
+	char	   *effect_type;
+	char	   *target;
+	Jsonb	   *payload;
+	int			attempts;
+	int			max_attempts;
+	bool		honors;
+	FailKind	kind;
+	const char *new_state;
+	int64		delay = -1;
+	TimestampTz retry_at = 0;
+	char	   *clipped = ClipError(error);
+	EventDetails details;
+
+	values[0] = UUIDPGetDatum(effect_id);
+	values[1] = UUIDPGetDatum(owner);
+	if (ExecSaved(&lock_sending_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock effect");
+	if (SPI_processed == 0)
+		return NULL;
+	key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
+	effect_type = TextDatumGetCString(GetResultDatum(0, 2, &isnull));
+	target = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
+	payload = DatumGetJsonbPCopy(GetResultDatum(0, 4, &isnull));
+	attempts = DatumGetInt32(GetResultDatum(0, 5, &isnull));
+	d = GetResultDatum(0, 6, &isnull);
+	max_attempts = isnull ? DEFAULT_MAX_ATTEMPTS : DatumGetInt32(d);
+	d = GetResultDatum(0, 7, &isnull);
+	honors = !isnull && DatumGetBool(d);
+
+	kind = ec->kind;
+	if (kind == FAIL_MAYBE_SENT && honors)
+		kind = FAIL_RETRY;		/* the provider dedupes on Idempotency-Key */
+	if (kind == FAIL_MAYBE_SENT)
+		new_state = "unknown";
+	else if (kind == FAIL_RETRY && attempts < max_attempts)
+	{
+		new_state = "pending";
+		delay = BackoffUsecs(attempts, retry_after_usecs);
+	}
+	else
+		new_state = "failed";
+
+	values[1] = CStringGetTextDatum(new_state);
+	values[2] = delay >= 0 ? IntervalPGetDatum(UsecsToInterval(delay)) : (Datum) 0;
+	nulls[2] = delay >= 0 ? ' ' : 'n';
+	values[3] = Int32GetDatum(http_status);
+	nulls[3] = http_status > 0 ? ' ' : 'n';
+	values[4] = clipped ? CStringGetTextDatum(clipped) : (Datum) 0;
+	nulls[4] = clipped ? ' ' : 'n';
+	if (ExecSaved(&fail_update_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record effect failure");
+	retry_at = DatumGetTimestampTz(GetResultDatum(0, 1, &isnull));
+
+	DetailsInit(&details);
+	DetailsText(&details, "error_class", ec->name);
+	if (http_status > 0)
+		DetailsInt(&details, "status", http_status);
+	DetailsInt(&details, "attempt", attempts);
+	DetailsText(&details, "new_state", new_state);
+	if (delay >= 0)
+		DetailsText(&details, "retry_at",
+					JsonEncodeDateTime(NULL, TimestampTzGetDatum(retry_at), TIMESTAMPTZOID, NULL));
+	RecordEvent(key, effect_id, "effect_failed", NULL, DetailsFinish(&details));
+
+	if (strcmp(new_state, "failed") == 0)
+	{
+		int64		id = RecordDeadLetter("effect", key, effect_id, effect_type, payload,
+										  ec->name, clipped, attempts);
+		Datum		dl[2];
+
+		dl[0] = Int64GetDatum(id);
+		dl[1] = CStringGetTextDatum(target);
+		if (ExecSaved(&dead_letter_target_stmt, dl, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not record dead letter target");
+	}
+	return new_state;
+}
+
+/* FailEffect records a failed attempt; see outbox.h. */
+const char *
+FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const char *error_class,
+		   const char *error, int64 retry_after_usecs, int http_status)
+{
+	const ErrorClass *ec = FindErrorClass(error_class, false);
+
+	if (ec == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown effect error class \"%s\"", error_class),
+				 errhint(ERROR_CLASS_HINT)));
+	return FailLockedEffect(effect_id, owner, ec, error, retry_after_usecs, http_status);
+}
+
+/*
+ * SettleExpiredLeases turns sending effects whose lease expired (a crashed
+ * or stuck worker) into unknown, or back to pending with backoff when the
+ * endpoint honours the Idempotency-Key (failed + dead letter once attempts
+ * are exhausted), recording effect_failed with error_class lease_expired.
+ * Only effects of effect_type when it is not NULL. Rows another session is
+ * settling are skipped. Returns how many were settled. Must be called
+ * inside SPI.
+ */
+int
+SettleExpiredLeases(const char *effect_type)
+{
+	const ErrorClass *ec = FindErrorClass("lease_expired", true);
+	Datum		values[1];
+	char		nulls[1] = {' '};
+	uint64		n;
+	pg_uuid_t  *ids;
+	pg_uuid_t  *owners;
+	int			settled = 0;
+
+	values[0] = effect_type ? CStringGetTextDatum(effect_type) : (Datum) 0;
+	nulls[0] = effect_type ? ' ' : 'n';
+	if (ExecSaved(&expired_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not find expired effect leases");
+	n = SPI_processed;
+	if (n == 0)
+		return 0;
+	ids = palloc(sizeof(pg_uuid_t) * n);
+	owners = palloc(sizeof(pg_uuid_t) * n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		memcpy(&ids[i], DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
+		memcpy(&owners[i], DatumGetUUIDP(GetResultDatum(i, 2, &isnull)), sizeof(pg_uuid_t));
+	}
+	for (uint64 i = 0; i < n; i++)
+	{
+		const char *state = FailLockedEffect(&ids[i], &owners[i], ec,
+											 "lease expired before the outcome was recorded",
+											 -1, 0);
+
+		if (state != NULL)
+			settled++;
+	}
+	return settled;
+}
+
+/* EffectTypeArg returns the required effect_type argument, checked. */
+static char *
+EffectTypeArg(FunctionCallInfo fcinfo, int argno)
+{
+	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", 200));
+}
+
+/* StatusArg returns an optional HTTP status argument (0 when NULL). */
+static int
+StatusArg(FunctionCallInfo fcinfo, int argno)
+{
+	int			status;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return 0;
+	status = PG_GETARG_INT32(argno);
+	if (status < 100 || status > 599)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"status\" must be an HTTP status between 100 and 599, not %d",
+						status),
+				 errhint("Pass NULL when there was no HTTP response.")));
+	return status;
+}
+
+/*
+ * idemgate_claim_effects implements claim_effects(effect_type, batch,
+ * lease): settles expired leases of the type, then, unless the kill switch
+ * is off, marks up to batch due pending effects of approved runs sending
+ * under one fresh lease owner and returns them.
+ */
+Datum
+idemgate_claim_effects(PG_FUNCTION_ARGS)
+{
+	char	   *effect_type = EffectTypeArg(fcinfo, 0);
+	int32		batch;
+	Interval   *lease;
+	ReturnSetInfo *rsinfo;
+	Datum		values[4];
+
+	RequireArg(fcinfo, 1, "batch");
+	batch = PG_GETARG_INT32(1);
+	if (batch < 1 || batch > 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"batch\" must be between 1 and 1000, not %d", batch)));
+	lease = IntervalArg(fcinfo, 2, "lease", 0, MAX_EFFECT_LEASE_USECS,
+						"Send within the lease, or claim fewer effects per call.");
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	SettleExpiredLeases(effect_type);
+	if (!ActionsEnabled())
+	{
+		SPI_finish();
+		return (Datum) 0;
+	}
+
+	values[0] = CStringGetTextDatum(effect_type);
+	values[1] = Int32GetDatum(batch);
+	values[2] = UUIDPGetDatum(RandomUuid());
+	values[3] = IntervalPGetDatum(lease);
+	if (ExecSaved(&claim_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not claim effects");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[7];
+		bool		rownulls[7];
+
+		for (int c = 0; c < 7; c++)
+			row[c] = GetResultDatum(i, c + 1, &rownulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * idemgate_complete_effect implements complete_effect(effect_id, owner,
+ * provider_id, status): true when the effect was completed, false when the
+ * lease was lost.
+ */
+Datum
+idemgate_complete_effect(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *effect_id;
+	pg_uuid_t  *owner;
+	char	   *provider_id = NULL;
+	int			status;
+	bool		done;
+
+	RequireArg(fcinfo, 0, "effect_id");
+	effect_id = PG_GETARG_UUID_P(0);
+	RequireArg(fcinfo, 1, "owner");
+	owner = PG_GETARG_UUID_P(1);
+	if (!PG_ARGISNULL(2))
+		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", 1000));
+	status = StatusArg(fcinfo, 3);
+
+	ConnectSPI();
+	done = CompleteEffect(effect_id, owner, provider_id, status);
+	SPI_finish();
+	PG_RETURN_BOOL(done);
+}
+
+/*
+ * idemgate_fail_effect implements fail_effect(effect_id, owner,
+ * error_class, error, retry_after, status): the effect's new state, or
+ * NULL when the lease was lost.
+ */
+Datum
+idemgate_fail_effect(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *effect_id;
+	pg_uuid_t  *owner;
+	char	   *error_class;
+	char	   *error = NULL;
+	int64		retry_after = -1;
+	int			status;
+	const char *new_state;
+
+	RequireArg(fcinfo, 0, "effect_id");
+	effect_id = PG_GETARG_UUID_P(0);
+	RequireArg(fcinfo, 1, "owner");
+	owner = PG_GETARG_UUID_P(1);
+	RequireArg(fcinfo, 2, "error_class");
+	error_class = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (FindErrorClass(error_class, false) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"error_class\" must be a known error class, not \"%s\"",
+						error_class),
+				 errhint(ERROR_CLASS_HINT)));
+	if (!PG_ARGISNULL(3))
+		error = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	if (!PG_ARGISNULL(4))
+	{
+		retry_after = IntervalToUsecs(PG_GETARG_INTERVAL_P(4));
+		if (retry_after < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"retry_after\" must not be negative"),
+					 errhint("Pass the Retry-After header as an interval, or NULL when there was none.")));
+	}
+	status = StatusArg(fcinfo, 5);
+
+	ConnectSPI();
+	new_state = FailEffect(effect_id, owner, error_class, error, retry_after, status);
+	SPI_finish();
+	if (new_state == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(new_state));
+}

@@ -1,0 +1,118 @@
+# test/t/010_dispatch_delivery.pl
+#    The dispatcher delivers: 1,000 effects exactly once each, the documented
+#    request (body, headers, Idempotency-Key = effect id), the provider id
+#    from the response, a new effect promptly after commit even with a 60 s
+#    poll interval (the latch, not polling), and a 3xx is a rejected
+#    failure that is never followed.
+use strict;
+use warnings;
+
+use lib 'test/t';
+use DispatchHelpers;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $node = dispatch_node('delivery', 'idemgate.poll_interval' => '60s');
+my $sink = start_sink('delivery', 240);
+my $base = $sink->{base};
+
+register_endpoint($node, 'bulk', "$base/ok",
+	headers => '{"X-Trace-Id": "trace-1"}');
+register_endpoint($node, 'named', "$base/ok?field=message_id",
+	provider_id_field => 'message_id');
+register_endpoint($node, 'redirect',
+	"$base/status/307?location=$base/ok%3Fredirected%3D1");
+
+# 1,000 effects in one transaction: all completed, each sent exactly once.
+enqueue_effects($node, 'bulk', 1000, 'bulk');
+ok( wait_until(
+		$node,
+		"SELECT count(*) = 1000 FROM idemgate.outbox WHERE effect_type = 'bulk' AND state = 'completed'",
+		120),
+	'1000 effects completed');
+is( $node->safe_psql(
+		'app', "SELECT count(*) FROM idemgate.runs WHERE idempotency_key LIKE 'bulk-%' AND state = 'completed'"),
+	'1000',
+	'their runs completed');
+
+my $by_key = requests_by_key($sink);
+my @bulk = grep { $_->{path} eq '/ok' } @{ sink_requests($sink) };
+is(scalar(@bulk), 1000, 'the sink got 1000 requests');
+my %keys = map { $_->{idempotency_key} => 1 } @bulk;
+is(scalar(keys %keys), 1000, '1000 distinct Idempotency-Keys');
+is(sink_stats($sink)->{keys_2xx_more_than_once}, 0, 'no key delivered twice');
+
+my $ids = $node->safe_psql('app',
+	"SELECT string_agg(effect_id::text, ',') FROM idemgate.outbox WHERE effect_type = 'bulk'");
+is_deeply([ sort keys %keys ], [ sort split /,/, $ids ],
+	'the Idempotency-Keys are the effect ids');
+
+# The request is the documented one.
+my $one = $node->safe_psql('app',
+	"SELECT effect_id || '|' || idempotency_key || '|' || target || '|' || provider_id FROM idemgate.outbox WHERE idempotency_key = 'bulk-7'");
+my ($eid, $ikey, $target, $provider) = split /\|/, $one;
+my $req = $by_key->{$eid}[0];
+is($req->{method}, 'POST', 'POST');
+is($req->{content_type}, 'application/json', 'Content-Type: application/json');
+is($req->{headers}{'X-Trace-Id'}, 'trace-1', "the endpoint's headers are sent");
+is_deeply(
+	[ sort keys %{ $req->{body} } ],
+	[qw(attempt effect_id effect_type idempotency_key payload target)],
+	'body has exactly the documented fields');
+is($req->{body}{effect_id}, $eid, 'body effect_id');
+is($req->{body}{idempotency_key}, 'bulk-7', 'body idempotency_key');
+is($req->{body}{effect_type}, 'bulk', 'body effect_type');
+is($req->{body}{target}, 'target-7', 'body target');
+is($req->{body}{payload}{i}, 7, 'body payload');
+is($req->{body}{attempt}, 1, 'body attempt');
+is($provider, "prov-$req->{n}", 'provider id taken from the response body field id');
+
+# provider_id_field names another field.
+enqueue_effects($node, 'named', 1, 'named');
+ok( wait_until(
+		$node, "SELECT state = 'completed' FROM idemgate.outbox WHERE effect_type = 'named'", 30),
+	'named effect completed');
+like($node->safe_psql('app', "SELECT provider_id FROM idemgate.outbox WHERE effect_type = 'named'"),
+	qr/^prov-\d+$/, 'provider id read from provider_id_field');
+
+# Prompt pick-up: the poll interval is 60 s and the dispatcher is idle now,
+# so only the wake-up at commit can deliver within 10 s.
+sleep 1;
+my $t0 = time;
+enqueue_effects($node, 'prompt', 1, 'bulk');
+ok( wait_until(
+		$node,
+		"SELECT state = 'completed' FROM idemgate.outbox WHERE idempotency_key = 'prompt-1'",
+		10),
+	'a new effect is delivered within 10 s although poll_interval is 60 s');
+note(sprintf('commit to completed: %.3f s', time - $t0));
+
+# A 3xx is rejected: failed, dead letter, and the Location is never followed.
+enqueue_effects($node, 'redir', 1, 'redirect');
+ok( wait_until(
+		$node, "SELECT state = 'failed' FROM idemgate.outbox WHERE effect_type = 'redirect'", 30),
+	'3xx → failed');
+is( $node->safe_psql(
+		'app',
+		"SELECT last_status || ' ' || attempts FROM idemgate.outbox WHERE effect_type = 'redirect'"),
+	'307 1',
+	'one attempt, status 307 recorded');
+is( $node->safe_psql(
+		'app',
+		"SELECT error_class FROM idemgate.dead_letters WHERE idempotency_key = 'redir-1'"),
+	'rejected',
+	'dead letter with error_class rejected');
+is(scalar(grep { ($_->{path} // '') =~ /redirected/ } @{ sink_requests($sink) }),
+	0, 'the redirect target was never requested');
+
+# Counters of the dispatcher.
+my $st = $node->safe_psql('app',
+	'SELECT sum(claimed), sum(completed) FROM idemgate.dispatcher_status()');
+like($st, qr/^\d+\|\d+$/, 'dispatcher_status reports counters');
+
+stop_sink($sink);
+$node->stop;
+done_testing();
