@@ -163,10 +163,16 @@ SELECT token AS t4 FROM idemgate.request_approval('hostile-4', :'o4', :v4,
 SELECT outcome FROM idemgate.consume_approval(:'t4', 'reject', 'carol', 'no');
 SELECT lease_owner AS o5, version AS v5 FROM idemgate.claim('hostile-5', '{"n": 5}') \gset
 SELECT token AS t5 FROM idemgate.request_approval('hostile-5', :'o5', :v5,
-    '{"type": "email", "target": "d@example.com", "payload": {}}', '1 millisecond') \gset
-SELECT pg_catalog.pg_sleep(0.01);
+    '{"type": "email", "target": "d@example.com", "payload": {}}', '1 hour') \gset
+-- Expire it while holding its row, so that the dispatcher's own periodic
+-- expire_approvals (which skips held rows) leaves it to this call.
+RESET search_path;
+BEGIN;
+UPDATE idemgate.approvals SET expires_at = now() - interval '1 second' WHERE idempotency_key = 'hostile-5';
+SET search_path = public, pg_catalog;
 SELECT idemgate.expire_approvals() >= 1 AS expired;
 SELECT status FROM idemgate.peek_approval(:'t5');
+COMMIT;
 -- Privileges: grant_role and revoke_role.
 SELECT idemgate.grant_role('hostile_grantee', 'client');
 SELECT idemgate.grant_role('hostile_grantee', 'approver');
