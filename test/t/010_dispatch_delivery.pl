@@ -105,7 +105,7 @@ is( $node->safe_psql(
 		"SELECT error_class FROM idemgate.dead_letters WHERE idempotency_key = 'redir-1'"),
 	'rejected',
 	'dead letter with error_class rejected');
-is(scalar(grep { ($_->{path} // '') =~ /redirected/ } @{ sink_requests($sink) }),
+is(scalar(grep { ($_->{path} // '') =~ m{^/ok\?redirected} } @{ sink_requests($sink) }),
 	0, 'the redirect target was never requested');
 
 # Counters of the dispatcher.
