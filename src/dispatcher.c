@@ -188,7 +188,7 @@ static SavedStatement claim_stmt = {
 	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"
 	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"     AND r.state OPERATOR(pg_catalog.=) 'approved'"
-	"   ORDER BY o.next_attempt_at, o.created_at LIMIT $1"
+	"   ORDER BY o.next_attempt_at LIMIT $1"
 	"   FOR UPDATE OF o SKIP LOCKED) d"
 	" LIMIT $1"
 	")"
