@@ -100,6 +100,15 @@ UsecsToInterval(int64 usecs)
 	return iv;
 }
 
+/* FormatUsecs renders a duration in seconds, independent of IntervalStyle. */
+char *
+FormatUsecs(int64 usecs)
+{
+	if (usecs % USECS_PER_SEC == 0)
+		return psprintf(INT64_FORMAT " s", usecs / USECS_PER_SEC);
+	return psprintf("%.6f s", (double) usecs / USECS_PER_SEC);
+}
+
 /*
  * IntervalArg returns a required interval argument that must lie in
  * (min_usecs, max_usecs]: strictly positive leases, capped by a setting.
@@ -118,11 +127,7 @@ IntervalArg(FunctionCallInfo fcinfo, int argno, const char *name,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must be greater than %s and at most %s",
-						name,
-						DatumGetCString(DirectFunctionCall1(interval_out,
-															PointerGetDatum(UsecsToInterval(min_usecs)))),
-						DatumGetCString(DirectFunctionCall1(interval_out,
-															PointerGetDatum(UsecsToInterval(max_usecs))))),
+						name, FormatUsecs(min_usecs), FormatUsecs(max_usecs)),
 				 hint ? errhint("%s", hint) : 0));
 	return iv;
 }

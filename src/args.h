@@ -20,6 +20,7 @@ extern text *TextArg(FunctionCallInfo fcinfo, int argno, const char *name, int m
 extern Interval *IntervalArg(FunctionCallInfo fcinfo, int argno, const char *name,
 							 int64 min_usecs, int64 max_usecs,
 							 const char *hint);
+extern char *FormatUsecs(int64 usecs);
 extern int64 IntervalToUsecs(const Interval *iv);
 extern Interval *UsecsToInterval(int64 usecs);
 extern void CheckKeyText(text *key, const char *name);

@@ -177,7 +177,7 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not forget grant");
 	ApplyBundles(SingleBundle(bundle), role, false);
 
-	if (ExecSaved(&remaining_bundles_stmt, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (ExecSaved(&remaining_bundles_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read remaining bundles");
 	remaining = GetResultDatum(0, 1, &isnull);
 	if (!isnull)

@@ -67,3 +67,18 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('client', 'idemgate.renew_lease(text,uuid,bigint,interval)'),
     ('client', 'idemgate.fail(text,uuid,bigint,text,text,boolean)'),
     ('operator', 'idemgate.supersede(text,text,jsonb,text,text,interval)');
+
+-- A first claim is recorded by the run row itself (see src/runs.c); this
+-- view shows it together with the events as one timeline per key.
+CREATE VIEW idemgate.key_history AS
+    SELECT r.idempotency_key, r.created_at AS at, 'claimed'::text AS kind, NULL::text AS actor,
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'workflow', r.workflow, 'replaces_key', r.replaces_key)) AS details
+      FROM idemgate.runs r
+    UNION ALL
+    SELECT e.idempotency_key, e.at, e.kind, e.actor, e.details
+      FROM idemgate.events e
+     WHERE e.idempotency_key IS NOT NULL;
+COMMENT ON VIEW idemgate.key_history IS
+'Everything that happened to each key: its first claim (from runs) and every event, for "did we process this key?"';
+INSERT INTO idemgate.bundle_members (bundle, rel) VALUES ('reader', 'idemgate.key_history');

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# scripts/test.sh — the whole idemgate test suite, as root on Debian 12.
+#
+# Installs what it needs, builds with -Werror, installs the extension, then
+# runs as the postgres user, each against its own temp instance with
+# shared_preload_libraries = 'idemgate':
+#   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t),
+#   and the HTTP sink self-test (test/sink).
+# Prints "N passed, M failed" last and exits non-zero on any failure.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash scripts/install-deps.sh || exit 1
+
+make -s clean >/dev/null 2>&1
+if ! make -s || ! make -s install; then
+  echo "build failed"; echo "0 passed, 1 failed"; exit 1
+fi
+
+# Tests run as postgres in a scratch copy, so the checkout keeps its owner.
+work=$(mktemp -d /tmp/idemgate-test.XXXXXX)
+cp -a "$root/." "$work/tree"
+chown -R postgres "$work"
+logs="$root/test-results"
+rm -rf "$logs"; mkdir -p "$logs"
+
+passed=0; failed=0
+count_regress() {	# count_regress LOG → adds pg_regress/isolation results
+  local ok bad
+  ok=$(grep -cE '\.\.\. ok|\.\.\. +ok' "$1")
+  bad=$(grep -cE '\.\.\. FAILED|\.\.\. failed' "$1")
+  passed=$((passed + ok)); failed=$((failed + bad))
+  [ "$ok" -gt 0 ] || [ "$bad" -gt 0 ] || failed=$((failed + 1))	# ran nothing: a failure
+}
+suite() {	# suite NAME COMMAND... → runs as postgres, logs to test-results/NAME.log
+  local name=$1; shift
+  echo "== $name"
+  runuser -u postgres -- env -C "$work/tree" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  cat "$logs/$name.log" | grep -E '^(test |     |ok |not ok|t/|test/t/|Files=|Result:|#   Failed)' || true
+  return $rc
+}
+
+suite regress make -s regresscheck; count_regress "$logs/regress.log"
+[ -f "$work/tree/regression.diffs" ] && cp "$work/tree/regression.diffs" "$logs/regress.diffs"
+rm -f "$work/tree/regression.diffs"
+suite isolation make -s isolationcheck; count_regress "$logs/isolation.log"
+[ -f "$work/tree/output_iso/regression.diffs" ] && cp "$work/tree/output_iso/regression.diffs" "$logs/isolation.diffs"
+
+if ls test/t/*.pl >/dev/null 2>&1; then
+  suite tap make -s tapcheck PROVE_FLAGS=--timer
+  tests=$(sed -n 's/^Files=[0-9]*, Tests=\([0-9]*\),.*/\1/p' "$logs/tap.log" | tail -1)
+  bad=$(grep -oE 'Failed [0-9]+/[0-9]+ subtests' "$logs/tap.log" | awk '{ split($2, a, "/"); s += a[1] } END { print s + 0 }')
+  dubious=$(grep -cE 'Dubious|No subtests run|Parse errors' "$logs/tap.log")
+  tests=${tests:-0}
+  passed=$((passed + tests - bad)); failed=$((failed + bad + dubious))
+  [ "$tests" -gt 0 ] || failed=$((failed + 1))
+  cp -r "$work/tree/tmp_check/log" "$logs/tap-server-logs" 2>/dev/null || true
+fi
+
+if [ -f test/sink/selftest.sh ]; then
+  echo "== sink"
+  bash test/sink/selftest.sh >"$logs/sink.log" 2>&1
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/sink.log" | tail -1)
+  echo "${line:-sink self-test printed no summary}"
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+    failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
+for f in "$logs"/*.diffs; do [ -f "$f" ] && { echo "--- $f"; head -c 20000 "$f"; }; done
+rm -rf "$work"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
