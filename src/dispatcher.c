@@ -316,6 +316,15 @@ DatabaseOidByName(const char *name)
 	return result;
 }
 
+/* SlotTakenByLiveProcess tells whether a live dispatcher holds slot. */
+static bool
+SlotTakenByLiveProcess(int slot)
+{
+	int			pid = IdemgateShmem ? IdemgateShmem->slots[slot].pid : 0;
+
+	return pid != 0 && pid != MyProcPid && kill(pid, 0) == 0;
+}
+
 /* StartDispatcher starts dispatcher slot in database dboid. */
 static BackgroundWorkerHandle *
 StartDispatcher(int slot, Oid dboid)
@@ -414,6 +423,9 @@ IdemgateLauncherMain(Datum main_arg)
 					pfree(handles[i]);
 					handles[i] = NULL;
 				}
+				/* A dispatcher left by an earlier launcher still runs: keep it. */
+				if (SlotTakenByLiveProcess(i))
+					continue;
 				if (last_start[i] != 0 &&
 					!TimestampDifferenceExceeds(last_start[i], now, RESTART_THROTTLE_MS))
 					continue;
@@ -1097,6 +1109,11 @@ IdemgateDispatcherMain(Datum main_arg)
 
 	if (IdemgateShmem == NULL || my_slot < 0 || my_slot >= IDEMGATE_MAX_DISPATCHERS)
 		elog(ERROR, "idemgate dispatcher started without its shared memory");
+	if (SlotTakenByLiveProcess(my_slot))
+	{
+		ereport(LOG, (errmsg("idemgate dispatcher %d already runs; exiting", my_slot)));
+		proc_exit(0);
+	}
 	my_shared = &IdemgateShmem->slots[my_slot];
 	my_shared->pid = MyProcPid;
 	pg_write_barrier();

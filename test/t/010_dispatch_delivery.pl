@@ -108,6 +108,17 @@ is( $node->safe_psql(
 is(scalar(grep { ($_->{path} // '') =~ m{^/ok\?redirected} } @{ sink_requests($sink) }),
 	0, 'the redirect target was never requested');
 
+# Housekeeping: the first dispatcher expires approvals by itself.
+$node->safe_psql('app', q{
+SELECT r.* FROM idemgate.claim('appr-1', '{}') c,
+  LATERAL idemgate.request_approval(c.idempotency_key, c.lease_owner, c.version,
+    '{"type": "bulk", "target": "x", "payload": {}}', '1 second') r});
+ok( wait_until(
+		$node,
+		"SELECT count(*) = 1 FROM idemgate.events WHERE idempotency_key = 'appr-1' AND kind = 'approval_expired'",
+		20),
+	'the dispatcher expired the approval (housekeeping)');
+
 # Counters of the dispatcher.
 my $st = $node->safe_psql('app',
 	'SELECT sum(claimed), sum(completed) FROM idemgate.dispatcher_status()');
