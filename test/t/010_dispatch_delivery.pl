@@ -44,6 +44,8 @@ is(scalar(@bulk), 1000, 'the sink got 1000 requests');
 my %keys = map { $_->{idempotency_key} => 1 } @bulk;
 is(scalar(keys %keys), 1000, '1000 distinct Idempotency-Keys');
 is(sink_stats($sink)->{keys_2xx_more_than_once}, 0, 'no key delivered twice');
+cmp_ok(sink_stats($sink)->{connections}, '<=', 70,
+	'keep-alive: 1000 requests over about max_in_flight (64) connections');
 
 my $ids = $node->safe_psql('app',
 	"SELECT string_agg(effect_id::text, ',') FROM idemgate.outbox WHERE effect_type = 'bulk'");
@@ -118,6 +120,21 @@ ok( wait_until(
 		"SELECT count(*) = 1 FROM idemgate.events WHERE idempotency_key = 'appr-1' AND kind = 'approval_expired'",
 		20),
 	'the dispatcher expired the approval (housekeeping)');
+
+# The URL is checked again before each send: after 127.0.0.1 is removed
+# from idemgate.allowed_http_hosts, the registered endpoint gets nothing
+# and the effect fails as rejected.
+$node->append_conf('postgresql.conf', "idemgate.allowed_http_hosts = 'localhost'");
+$node->reload;
+sleep 1;
+my $before = scalar(@{ sink_requests($sink) });
+enqueue_effects($node, 'denied', 1, 'bulk');
+ok( wait_until(
+		$node, "SELECT state = 'failed' FROM idemgate.outbox WHERE idempotency_key = 'denied-1'", 30),
+	'effect to a no longer allowed URL failed');
+like($node->safe_psql('app', "SELECT last_error FROM idemgate.outbox WHERE idempotency_key = 'denied-1'"),
+	qr/allowed_http_hosts/, 'last_error names idemgate.allowed_http_hosts');
+is(scalar(@{ sink_requests($sink) }), $before, 'no request was sent');
 
 # Counters of the dispatcher.
 my $st = $node->safe_psql('app',
