@@ -70,6 +70,21 @@ is($stats->{requests}, 70, '70 requests in all');
 is($stats->{distinct_keys}, 70, '70 distinct keys');
 is($stats->{keys_2xx_more_than_once}, 0, 'none delivered twice');
 
+# Clean shutdown with requests in flight: the dispatcher waits a few
+# seconds, then aborts them and records them as "may have happened"
+# (unknown) before exiting — nothing is left sending for a lease to settle.
+register_endpoint($node, 'stuck', "$base/delay/60000", timeout => '30 seconds');
+enqueue_effects($node, 'stuck', 3, 'stuck');
+ok(wait_until($node, "SELECT count(*) = 3 FROM idemgate.outbox WHERE effect_type = 'stuck' AND state = 'sending'", 30),
+	'three requests in flight');
+sleep 1;
+$node->stop('fast');
+$node->start;
+is( $node->safe_psql('app',
+		"SELECT string_agg(state || ' ' || attempts, ',') FROM idemgate.outbox WHERE effect_type = 'stuck'"),
+	'unknown 1,unknown 1,unknown 1',
+	'after a clean shutdown the interrupted requests are unknown, not sending');
+
 stop_sink($sink);
 $node->stop;
 done_testing();
