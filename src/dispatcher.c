@@ -111,6 +111,8 @@ PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
 #define LEASE_MARGIN_SECS	10
 /* Longest wait in curl_multi_poll while requests are in flight. */
 #define MULTI_POLL_MS		10
+/* Longest an outcome waits to be batched with others before recording. */
+#define RECORD_DELAY_MS		20
 /* On SIGTERM, how long requests in flight may still finish. */
 #define SHUTDOWN_GRACE_MS	3000
 /* Launcher: least time between two starts of one dispatcher slot. */
@@ -163,6 +165,7 @@ static int	my_slot = -1;
 static DispatcherSlot *my_shared = NULL;
 static Claimed *to_record = NULL;	/* finished, outcome not yet recorded */
 static int	n_to_record = 0;
+static TimestampTz oldest_to_record_at = 0;	/* when the list became non-empty */
 static Claimed **started = NULL;	/* claimed in the last round, not yet started */
 static int	n_started = 0;
 static HttpRequest **done_buf = NULL;
@@ -657,6 +660,8 @@ ItemRecorded(Claimed *it)
 static void
 QueueForRecording(Claimed *it)
 {
+	if (n_to_record == 0)
+		oldest_to_record_at = GetCurrentTimestamp();
 	it->next = to_record;
 	to_record = it;
 	n_to_record++;
@@ -1163,10 +1168,15 @@ IdemgateDispatcherMain(Datum main_arg)
 			(in_flight == 0 || batch >= refill || !last_full);
 
 		/*
-		 * Record when nothing is left in flight, or when enough outcomes
-		 * have piled up to be worth a commit, or alongside a claim.
+		 * Record when nothing is left in flight, when enough outcomes have
+		 * piled up to be worth a commit, when the oldest has waited
+		 * RECORD_DELAY_MS (a slow request must not hold up the others'
+		 * outcomes), or alongside a claim.
 		 */
-		if (want_claim || (n_to_record > 0 && (in_flight == 0 || n_to_record >= refill)))
+		if (want_claim ||
+			(n_to_record > 0 &&
+			 (in_flight == 0 || n_to_record >= refill ||
+			  TimestampDifferenceExceeds(oldest_to_record_at, now, RECORD_DELAY_MS))))
 		{
 			int			claimed;
 
