@@ -29,8 +29,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-sql/idemgate--1.0.sql: $(SQL_PARTS)
+# Rebuilt every time: a deleted or renamed part must not survive in it.
+sql/idemgate--1.0.sql: $(SQL_PARTS) FORCE
 	cat $(SQL_PARTS) > $@
+FORCE:
 
 # Convenience targets used by scripts/test.sh.
 regresscheck:
@@ -39,4 +41,4 @@ isolationcheck:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 tapcheck:
 	$(prove_installcheck)
-.PHONY: regresscheck isolationcheck tapcheck
+.PHONY: regresscheck isolationcheck tapcheck FORCE

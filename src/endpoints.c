@@ -342,7 +342,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	DetailsInt(&details, "max_attempts", max_attempts);
 	DetailsBool(&details, "honors_idempotency_key", honors);
 	DetailsJsonb(&details, "header_names", header_names);
-	RecordEvent(NULL, NULL, "endpoint_registered", GetUserNameFromId(GetSessionUserId(), false),
+	RecordEvent(NULL, NULL, "endpoint_registered", GetUserNameFromId(GetOuterUserId(), false),
 				DetailsFinish(&details));
 	WakeDispatcherAtCommit();	/* pending effects of this type may go now */
 	SPI_finish();

@@ -106,7 +106,7 @@ static SavedStatement claim_stmt = {
 	" WHERE o.effect_type OPERATOR(pg_catalog.=) $1 AND o.state OPERATOR(pg_catalog.=) 'pending'"
 	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
-	" ORDER BY o.next_attempt_at, o.created_at"
+	" ORDER BY o.next_attempt_at"
 	" LIMIT $2"
 	" FOR UPDATE OF o SKIP LOCKED"
 	")"
