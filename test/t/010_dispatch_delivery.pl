@@ -163,6 +163,28 @@ my $st = $node->safe_psql('app',
 	'SELECT sum(claimed), sum(completed) FROM idemgate.dispatcher_status()');
 like($st, qr/^\d+\|\d+$/, 'dispatcher_status reports counters');
 
-stop_sink($sink);
 $node->stop;
+
+# Two dispatchers share the work without ever sending an effect twice
+# (SKIP LOCKED claims): 2,000 effects, 2,000 claims, 2,000 distinct keys.
+my $two = dispatch_node('two', 'idemgate.dispatchers' => 2, 'idemgate.batch_size' => 50);
+ok($two->poll_query_until('app', 'SELECT count(*) = 2 FROM idemgate.dispatcher_status()'),
+	'two dispatchers run');
+my $sink2 = start_sink('two', 120);
+$two->safe_psql('app',
+	"SELECT idemgate.register_endpoint('bulk', '$sink2->{base}/ok', '5 seconds')");
+enqueue_effects($two, 'two', 2000, 'bulk');
+ok( wait_until(
+		$two, "SELECT count(*) = 2000 FROM idemgate.outbox WHERE state = 'completed'", 120),
+	'2000 effects completed by two dispatchers');
+is($two->safe_psql('app', 'SELECT sum(claimed) FROM idemgate.dispatcher_status()'),
+	'2000', 'exactly 2000 claims in all');
+my $st2 = sink_stats($sink2);
+is($st2->{requests}, 2000, 'the sink got 2000 requests');
+is($st2->{distinct_keys}, 2000, '2000 distinct keys');
+is($st2->{keys_2xx_more_than_once}, 0, 'none twice');
+stop_sink($sink2);
+$two->stop;
+
+stop_sink($sink);
 done_testing();
