@@ -177,13 +177,16 @@ static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
 
 /*
  * The claim: due pending effects of approved runs (as claim_effects) whose
- * type has an endpoint, oldest first per type, skipping rows another
- * dispatcher or a pull worker holds. The body is built here so that it is
+ * type has an endpoint, oldest first per type (in the order of the due
+ * index, so a deep backlog is never sorted), skipping rows another
+ * dispatcher or a pull worker holds. Types are visited in random order so
+ * that one type's backlog cannot starve the others. The body is built here so that it is
  * exactly the documented object.
  */
 static SavedStatement claim_stmt = {
 	"WITH due AS MATERIALIZED ("
-	" SELECT d.effect_id FROM idemgate.endpoints e"
+	" SELECT d.effect_id"
+	" FROM (SELECT effect_type FROM idemgate.endpoints ORDER BY pg_catalog.random()) e"
 	" CROSS JOIN LATERAL ("
 	"   SELECT o.effect_id FROM idemgate.outbox o"
 	"   JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
