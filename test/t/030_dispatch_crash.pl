@@ -1,6 +1,6 @@
 # test/t/030_dispatch_crash.pl
 #    Crash safety: the dispatcher is SIGKILLed while requests are in flight
-#    (the sink holds each for 2 s). The postmaster then restarts every
+#    (the sink holds each for 4 s). The postmaster then restarts every
 #    backend (crash recovery) and the launcher starts a new dispatcher.
 #    Because the claim was committed before any byte was sent:
 #    - effects for a NON-idempotent endpoint end completed or unknown —
@@ -25,9 +25,9 @@ my $node = dispatch_node(
 my $sink = start_sink('crash', 240);
 my $base = $sink->{base};
 
-# Short endpoint timeouts keep the leases (timeout + margin) short.
-register_endpoint($node, 'plain', "$base/delay/2000", timeout => '3 seconds');
-register_endpoint($node, 'keyed', "$base/delay/2000", timeout => '3 seconds', honors => 1);
+# Endpoint timeouts of 6 s keep the leases (timeout + 10 s) short.
+register_endpoint($node, 'plain', "$base/delay/4000", timeout => '6 seconds');
+register_endpoint($node, 'keyed', "$base/delay/4000", timeout => '6 seconds', honors => 1);
 
 # 40 slots: the 30 keyed effects and 10 plain ones are in flight when the
 # dispatcher dies, the other 40 plain ones wait.
@@ -49,7 +49,7 @@ $node->poll_query_until('app',
   or die 'no new dispatcher after the crash';
 pass('server recovered and a new dispatcher started');
 
-# Everything settles: leases expire (3 s + margin), honoured ones retry.
+# Everything settles: leases expire (6 s + margin), honoured ones retry.
 ok( wait_until(
 		$node,
 		"SELECT count(*) = 0 FROM idemgate.outbox WHERE state IN ('pending', 'sending')",
