@@ -1,0 +1,189 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/alerts.c
+ *	  watch_workflow, unwatch_workflow and publish_alerts: the silence
+ *	  watch list and the NOTIFY of alert transitions.
+ *
+ * Design note. What is firing is defined in SQL (the view
+ * idemgate.alert_instances, one row per alert and subject, i.e. effect type
+ * or workflow). idemgate.alert_state holds the set last published. One
+ * statement (a saved plan) compares both, deletes alerts that stopped
+ * firing, upserts the firing ones and returns the transitions; each becomes
+ * one NOTIFY idemgate_alerts, delivered when the transaction commits. An
+ * alert that keeps firing is announced once, however many failures feed it,
+ * and once more when it clears.
+ *
+ * Several dispatchers may call publish_alerts every second. The table lock
+ * (SHARE ROW EXCLUSIVE, self-conflicting) makes the compare-and-update one
+ * step: the second caller waits, then sees the first one's state and sends
+ * nothing. Readers of alert_state are not blocked.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "args.h"
+#include "events.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(idemgate_watch_workflow);
+PG_FUNCTION_INFO_V1(idemgate_unwatch_workflow);
+PG_FUNCTION_INFO_V1(idemgate_publish_alerts);
+
+#define ALERT_CHANNEL "idemgate_alerts"
+
+/* Longest expected interval of a watched workflow: a yearly job. */
+#define MAX_WATCH_USECS (INT64CONST(366) * USECS_PER_DAY)
+
+static SavedStatement watch_stmt = {
+	"INSERT INTO idemgate.watched_workflows AS w (workflow, expected_interval) VALUES ($1, $2)"
+	" ON CONFLICT (workflow) DO UPDATE SET expected_interval = excluded.expected_interval",
+	2, {TEXTOID, INTERVALOID}
+};
+
+static SavedStatement unwatch_stmt = {
+	"DELETE FROM idemgate.watched_workflows WHERE workflow = $1",
+	1, {TEXTOID}
+};
+
+static SavedStatement lock_state_stmt = {
+	"LOCK TABLE idemgate.alert_state IN SHARE ROW EXCLUSIVE MODE",
+	0, {InvalidOid}
+};
+
+static SavedStatement publish_stmt = {
+	"WITH cur AS MATERIALIZED ("
+	" SELECT alert, subject, severity, message, count, since FROM idemgate.alert_instances"
+	"), gone AS ("
+	" DELETE FROM idemgate.alert_state s"
+	" WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.alert = s.alert AND cur.subject = s.subject)"
+	" RETURNING s.alert, s.subject, s.severity, s.message, s.count, s.since"
+	"), fresh AS ("
+	" SELECT cur.* FROM cur"
+	" WHERE NOT EXISTS (SELECT 1 FROM idemgate.alert_state s"
+	"                   WHERE s.alert = cur.alert AND s.subject = cur.subject)"
+	"), kept AS ("
+	" INSERT INTO idemgate.alert_state AS s (alert, subject, severity, message, count, since)"
+	" SELECT alert, subject, severity, message, count, since FROM cur"
+	" ON CONFLICT (alert, subject) DO UPDATE"
+	" SET severity = excluded.severity, message = excluded.message, count = excluded.count,"
+	"     since = excluded.since, updated_at = pg_catalog.now()"
+	" WHERE (s.severity, s.message, s.count, s.since)"
+	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, excluded.since)"
+	" RETURNING 1"
+	"), transitions AS ("
+	" SELECT 'cleared'::text AS state, * FROM gone"
+	" UNION ALL"
+	" SELECT 'firing', * FROM fresh"
+	")"
+	" SELECT pg_catalog.json_build_object('alert', t.alert, 'subject', t.subject,"
+	"          'severity', t.severity, 'message', pg_catalog.\"left\"(t.message, 2000),"
+	"          'count', t.count, 'since', t.since, 'state', t.state)::text"
+	" FROM transitions t ORDER BY t.state, t.alert, t.subject",
+	0, {InvalidOid}
+};
+
+/* WorkflowArg returns a required workflow name argument. */
+static text *
+WorkflowArg(FunctionCallInfo fcinfo, int argno)
+{
+	return TextArg(fcinfo, argno, "name", 200);
+}
+
+/* SessionUserName names the role that called, for the audit trail. */
+static const char *
+SessionUserName(void)
+{
+	return GetUserNameFromId(GetSessionUserId(), false);
+}
+
+/*
+ * idemgate_watch_workflow implements watch_workflow(name, expected_interval):
+ * insert or update the watch. Re-watching keeps the original created_at, so
+ * it cannot hide a silence that has already begun.
+ */
+Datum
+idemgate_watch_workflow(PG_FUNCTION_ARGS)
+{
+	text	   *name = WorkflowArg(fcinfo, 0);
+	Interval   *expected;
+	Datum		values[2];
+	EventDetails details;
+
+	expected = IntervalArg(fcinfo, 1, "expected_interval", 0, MAX_WATCH_USECS,
+						   "Pass how often the workflow normally runs, e.g. interval '15 minutes'.");
+
+	ConnectSPI();
+	values[0] = PointerGetDatum(name);
+	values[1] = IntervalPGetDatum(expected);
+	if (ExecSaved(&watch_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not watch workflow");
+
+	DetailsInit(&details);
+	DetailsText(&details, "workflow", text_to_cstring(name));
+	DetailsText(&details, "expected_interval",
+				DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(expected))));
+	RecordEvent(NULL, NULL, "workflow_watched", SessionUserName(), DetailsFinish(&details));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* idemgate_unwatch_workflow implements unwatch_workflow(name). */
+Datum
+idemgate_unwatch_workflow(PG_FUNCTION_ARGS)
+{
+	text	   *name = WorkflowArg(fcinfo, 0);
+	Datum		values[1];
+	bool		found;
+
+	ConnectSPI();
+	values[0] = PointerGetDatum(name);
+	if (ExecSaved(&unwatch_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not unwatch workflow");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		EventDetails details;
+
+		DetailsInit(&details);
+		DetailsText(&details, "workflow", text_to_cstring(name));
+		RecordEvent(NULL, NULL, "workflow_unwatched", SessionUserName(), DetailsFinish(&details));
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(found);
+}
+
+/*
+ * idemgate_publish_alerts implements publish_alerts(): one NOTIFY
+ * idemgate_alerts per alert that started or stopped firing since the last
+ * call. Returns the number of notifications.
+ */
+Datum
+idemgate_publish_alerts(PG_FUNCTION_ARGS)
+{
+	uint64		n;
+
+	ConnectSPI();
+	if (ExecSaved(&lock_state_stmt, NULL, NULL, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not lock idemgate.alert_state");
+	if (ExecSaved(&publish_stmt, NULL, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not compare alerts");
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		payload = GetResultDatum(i, 1, &isnull);
+
+		if (!isnull)
+			Async_Notify(ALERT_CHANNEL, TextDatumGetCString(payload));
+	}
+	SPI_finish();
+	PG_RETURN_INT32((int32) n);
+}

@@ -1,0 +1,165 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/retention.c
+ *	  purge and purge_dead_letters: how long personal data stays.
+ *
+ * Design note. purge(older_than) deletes finished work only: runs in
+ * completed or failed_terminal whose last change is older than the bound,
+ * together with their approvals, outbox rows, reinjected dead letters and
+ * events (matched by key). A run is kept, whatever its age, while
+ *   - it has an open dead letter (not reinjected): reinjecting it must
+ *     still find the run and its effect, and the dead letter holds the
+ *     input a person has to look at;
+ *   - one of its effects is not settled (pending, sending or unknown): an
+ *     operator still has to resolve or deliver it.
+ * Candidate runs are locked FOR UPDATE SKIP LOCKED, so a purge never waits
+ * for, nor races with, a transaction working on one of them; a skipped run
+ * is purged next time. Everything happens in one statement (a saved plan).
+ *
+ * Open dead letters stay until an operator calls purge_dead_letters.
+ * Events without a key (operator actions such as kill switch changes,
+ * endpoint registrations, grants, purges) are the operators' audit trail and
+ * hold no personal data; they are never purged.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "args.h"
+#include "events.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(idemgate_purge);
+PG_FUNCTION_INFO_V1(idemgate_purge_dead_letters);
+
+/* Longest bound accepted: a century. */
+#define MAX_RETENTION_USECS (INT64CONST(36500) * USECS_PER_DAY)
+
+static SavedStatement purge_stmt = {
+	"WITH doomed AS ("
+	" SELECT r.idempotency_key FROM idemgate.runs r"
+	" WHERE r.state IN ('completed', 'failed_terminal')"
+	"   AND r.updated_at < pg_catalog.now() - $1"
+	"   AND NOT EXISTS (SELECT 1 FROM idemgate.dead_letters d"
+	"                   WHERE d.idempotency_key = r.idempotency_key AND d.reinjected_at IS NULL)"
+	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
+	"                   WHERE o.idempotency_key = r.idempotency_key"
+	"                     AND o.state NOT IN ('completed', 'failed'))"
+	" FOR UPDATE OF r SKIP LOCKED"
+	"), ev AS ("
+	" DELETE FROM idemgate.events e USING doomed x"
+	" WHERE e.idempotency_key = x.idempotency_key RETURNING 1"
+	"), dl AS ("
+	" DELETE FROM idemgate.dead_letters d USING doomed x"
+	" WHERE d.idempotency_key = x.idempotency_key RETURNING 1"
+	"), ap AS ("
+	" DELETE FROM idemgate.approvals a USING doomed x"
+	" WHERE a.idempotency_key = x.idempotency_key RETURNING 1"
+	"), ob AS ("
+	" DELETE FROM idemgate.outbox o USING doomed x"
+	" WHERE o.idempotency_key = x.idempotency_key RETURNING 1"
+	"), ru AS ("
+	" DELETE FROM idemgate.runs r USING doomed x"
+	" WHERE r.idempotency_key = x.idempotency_key RETURNING 1"
+	")"
+	" SELECT (SELECT pg_catalog.count(*) FROM ru), (SELECT pg_catalog.count(*) FROM ev),"
+	"        (SELECT pg_catalog.count(*) FROM ap), (SELECT pg_catalog.count(*) FROM ob),"
+	"        (SELECT pg_catalog.count(*) FROM dl)",
+	1, {INTERVALOID}
+};
+
+static SavedStatement purge_dead_letters_stmt = {
+	"DELETE FROM idemgate.dead_letters WHERE dead_at < pg_catalog.now() - $1",
+	1, {INTERVALOID}
+};
+
+/* OlderThanArg returns the required, strictly positive older_than argument. */
+static Interval *
+OlderThanArg(FunctionCallInfo fcinfo)
+{
+	return IntervalArg(fcinfo, 0, "older_than", 0, MAX_RETENTION_USECS,
+					   "Pass how long finished work is kept, e.g. interval '30 days' (see idemgate.retention).");
+}
+
+/* IntervalText renders an interval for an event's details. */
+static char *
+IntervalText(Interval *iv)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)));
+}
+
+/* ActorName names the role that called, for the audit trail. */
+static const char *
+ActorName(void)
+{
+	return GetUserNameFromId(GetSessionUserId(), false);
+}
+
+/*
+ * idemgate_purge implements purge(older_than): deletes finished runs last
+ * changed more than older_than ago with everything that belongs to them;
+ * returns the number of runs deleted. Writes a purged event every time.
+ */
+Datum
+idemgate_purge(PG_FUNCTION_ARGS)
+{
+	Interval   *older_than = OlderThanArg(fcinfo);
+	Datum		values[1];
+	int64		counts[5];
+	EventDetails details;
+
+	ConnectSPI();
+	values[0] = IntervalPGetDatum(older_than);
+	if (ExecSaved(&purge_stmt, values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "purge statement failed");
+	for (int i = 0; i < 5; i++)
+	{
+		bool		isnull;
+
+		counts[i] = DatumGetInt64(GetResultDatum(0, i + 1, &isnull));
+	}
+
+	DetailsInit(&details);
+	DetailsInt(&details, "runs", counts[0]);
+	DetailsText(&details, "older_than", IntervalText(older_than));
+	DetailsInt(&details, "events", counts[1]);
+	DetailsInt(&details, "approvals", counts[2]);
+	DetailsInt(&details, "effects", counts[3]);
+	DetailsInt(&details, "dead_letters", counts[4]);
+	RecordEvent(NULL, NULL, "purged", ActorName(), DetailsFinish(&details));
+	SPI_finish();
+	PG_RETURN_INT64(counts[0]);
+}
+
+/*
+ * idemgate_purge_dead_letters implements purge_dead_letters(older_than):
+ * deletes dead letters, open or reinjected, that died more than older_than
+ * ago, with the full payloads they hold. Returns how many were deleted.
+ */
+Datum
+idemgate_purge_dead_letters(PG_FUNCTION_ARGS)
+{
+	Interval   *older_than = OlderThanArg(fcinfo);
+	Datum		values[1];
+	int64		n;
+	EventDetails details;
+
+	ConnectSPI();
+	values[0] = IntervalPGetDatum(older_than);
+	if (ExecSaved(&purge_dead_letters_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "purge_dead_letters statement failed");
+	n = (int64) SPI_processed;
+
+	DetailsInit(&details);
+	DetailsInt(&details, "dead_letters", n);
+	DetailsText(&details, "older_than", IntervalText(older_than));
+	RecordEvent(NULL, NULL, "dead_letters_purged", ActorName(), DetailsFinish(&details));
+	SPI_finish();
+	PG_RETURN_INT64(n);
+}

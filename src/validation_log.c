@@ -1,0 +1,103 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/validation_log.c
+ *	  record_validation: validate a model's output as the run's live owner,
+ *	  count the attempt and audit the verdict.
+ *
+ * The run row is locked (LockOwnedRun) before the counter is bumped, so two
+ * calls for one run are serialised and each gets its own attempt number.
+ * The event holds the verdict and the number of errors, never the output
+ * nor the error messages (which may quote it).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/jsonb.h"
+#include "utils/uuid.h"
+
+#include "args.h"
+#include "events.h"
+#include "runs.h"
+#include "spi_util.h"
+#include "validate.h"
+
+PG_FUNCTION_INFO_V1(idemgate_record_validation);
+
+static SavedStatement count_validation_stmt = {
+	"UPDATE idemgate.runs SET validations = validations + 1"
+	" WHERE idempotency_key = $1 RETURNING validations",
+	1, {TEXTOID}
+};
+
+/*
+ * idemgate_record_validation implements record_validation(key, owner,
+ * version, output, schema): one row (valid, errors, attempt), or a row of
+ * NULLs when the caller no longer owns the run (nothing is counted then).
+ * A malformed schema is an error whoever owns the run.
+ */
+Datum
+idemgate_record_validation(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 0, "key");
+	pg_uuid_t  *owner;
+	int64		version;
+	Jsonb	   *output;
+	Jsonb	   *schema;
+	Jsonb	   *errors = NULL;
+	bool		valid;
+	OwnedRun	run;
+	ReturnSetInfo *rsinfo;
+	Datum		row[3] = {0, 0, 0};
+	bool		rownulls[3] = {true, true, true};
+
+	RequireArg(fcinfo, 1, "owner");
+	owner = PG_GETARG_UUID_P(1);
+	RequireArg(fcinfo, 2, "version");
+	version = PG_GETARG_INT64(2);
+	RequireArg(fcinfo, 3, "output");
+	output = PG_GETARG_JSONB_P(3);
+	RequireArg(fcinfo, 4, "schema");
+	schema = PG_GETARG_JSONB_P(4);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	/* Validate first: an unsupported schema keyword is 22023 in any case. */
+	valid = ValidateJsonb(output, schema, &errors);
+
+	ConnectSPI();
+	LockOwnedRun(key, owner, version, &run);
+	if (run.found && run.owned)
+	{
+		Datum		values[1];
+		bool		isnull;
+		int32		attempt;
+		EventDetails details;
+
+		values[0] = PointerGetDatum(key);
+		if (ExecSaved(&count_validation_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
+			SPI_processed != 1)
+			elog(ERROR, "could not count validation");
+		attempt = DatumGetInt32(GetResultDatum(0, 1, &isnull));
+
+		DetailsInit(&details);
+		DetailsBool(&details, "valid", valid);
+		DetailsInt(&details, "attempt", attempt);
+		DetailsInt(&details, "error_count",
+				   JB_ROOT_IS_SCALAR(errors) ? 0 : JB_ROOT_COUNT(errors));
+		RecordEvent(key, NULL, "validation_recorded", NULL, DetailsFinish(&details));
+
+		row[0] = BoolGetDatum(valid);
+		row[1] = JsonbPGetDatum(errors);
+		row[2] = Int32GetDatum(attempt);
+		rownulls[0] = rownulls[1] = rownulls[2] = false;
+	}
+	/* errors was allocated before SPI_connect, so it outlives SPI_finish. */
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
+	SPI_finish();
+	return (Datum) 0;
+}
