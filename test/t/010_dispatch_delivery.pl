@@ -121,14 +121,15 @@ ok( wait_until(
 		20),
 	'the dispatcher expired the approval (housekeeping)');
 
-# A housekeeping error is logged and the loop goes on. Only testable while
-# publish_alerts() is not part of the extension yet: a stand-in that fails.
-SKIP:
+# A housekeeping error is logged and the loop goes on: publish_alerts() is
+# swapped for a stand-in that fails (the real one is put back afterwards).
 {
-	skip 'idemgate.publish_alerts() exists', 2
-	  if $node->safe_psql('app',
-		"SELECT to_regprocedure('idemgate.publish_alerts()') IS NOT NULL") eq 't';
 	my $log_offset = -s $node->logfile;
+	my $real = $node->safe_psql('app',
+		"SELECT to_regprocedure('idemgate.publish_alerts()') IS NOT NULL");
+	$node->safe_psql('app',
+		'ALTER FUNCTION idemgate.publish_alerts() RENAME TO publish_alerts_real')
+	  if $real eq 't';
 	$node->safe_psql('app', q{
 CREATE FUNCTION idemgate.publish_alerts() RETURNS integer LANGUAGE plpgsql
 AS $$ BEGIN RAISE EXCEPTION 'housekeeping stand-in fails'; END $$});
@@ -141,6 +142,9 @@ AS $$ BEGIN RAISE EXCEPTION 'housekeeping stand-in fails'; END $$});
 			20),
 		'the dispatcher still delivers after a housekeeping error');
 	$node->safe_psql('app', 'DROP FUNCTION idemgate.publish_alerts()');
+	$node->safe_psql('app',
+		'ALTER FUNCTION idemgate.publish_alerts_real() RENAME TO publish_alerts')
+	  if $real eq 't';
 }
 
 # The URL is checked again before each send: after 127.0.0.1 is removed
