@@ -111,6 +111,8 @@ PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
 #define LEASE_MARGIN_SECS	10
 /* Longest wait in curl_multi_poll while requests are in flight. */
 #define MULTI_POLL_MS		10
+/* Longest an outcome waits to be batched with others before recording. */
+#define RECORD_DELAY_MS		20
 /* On SIGTERM, how long requests in flight may still finish. */
 #define SHUTDOWN_GRACE_MS	3000
 /* Launcher: least time between two starts of one dispatcher slot. */
@@ -163,6 +165,7 @@ static int	my_slot = -1;
 static DispatcherSlot *my_shared = NULL;
 static Claimed *to_record = NULL;	/* finished, outcome not yet recorded */
 static int	n_to_record = 0;
+static TimestampTz oldest_to_record_at = 0;	/* when the list became non-empty */
 static Claimed **started = NULL;	/* claimed in the last round, not yet started */
 static int	n_started = 0;
 static HttpRequest **done_buf = NULL;
@@ -174,13 +177,16 @@ static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
 
 /*
  * The claim: due pending effects of approved runs (as claim_effects) whose
- * type has an endpoint, oldest first per type, skipping rows another
- * dispatcher or a pull worker holds. The body is built here so that it is
+ * type has an endpoint, oldest first per type (in the order of the due
+ * index, so a deep backlog is never sorted), skipping rows another
+ * dispatcher or a pull worker holds. Types are visited in random order so
+ * that one type's backlog cannot starve the others. The body is built here so that it is
  * exactly the documented object.
  */
 static SavedStatement claim_stmt = {
 	"WITH due AS MATERIALIZED ("
-	" SELECT d.effect_id FROM idemgate.endpoints e"
+	" SELECT d.effect_id"
+	" FROM (SELECT effect_type FROM idemgate.endpoints ORDER BY pg_catalog.random()) e"
 	" CROSS JOIN LATERAL ("
 	"   SELECT o.effect_id FROM idemgate.outbox o"
 	"   JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
@@ -188,7 +194,7 @@ static SavedStatement claim_stmt = {
 	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"
 	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"     AND r.state OPERATOR(pg_catalog.=) 'approved'"
-	"   ORDER BY o.next_attempt_at, o.created_at LIMIT $1"
+	"   ORDER BY o.next_attempt_at LIMIT $1"
 	"   FOR UPDATE OF o SKIP LOCKED) d"
 	" LIMIT $1"
 	")"
@@ -316,6 +322,15 @@ DatabaseOidByName(const char *name)
 	return result;
 }
 
+/* SlotTakenByLiveProcess tells whether a live dispatcher holds slot. */
+static bool
+SlotTakenByLiveProcess(int slot)
+{
+	int			pid = IdemgateShmem ? IdemgateShmem->slots[slot].pid : 0;
+
+	return pid != 0 && pid != MyProcPid && kill(pid, 0) == 0;
+}
+
 /* StartDispatcher starts dispatcher slot in database dboid. */
 static BackgroundWorkerHandle *
 StartDispatcher(int slot, Oid dboid)
@@ -414,6 +429,9 @@ IdemgateLauncherMain(Datum main_arg)
 					pfree(handles[i]);
 					handles[i] = NULL;
 				}
+				/* A dispatcher left by an earlier launcher still runs: keep it. */
+				if (SlotTakenByLiveProcess(i))
+					continue;
 				if (last_start[i] != 0 &&
 					!TimestampDifferenceExceeds(last_start[i], now, RESTART_THROTTLE_MS))
 					continue;
@@ -645,6 +663,8 @@ ItemRecorded(Claimed *it)
 static void
 QueueForRecording(Claimed *it)
 {
+	if (n_to_record == 0)
+		oldest_to_record_at = GetCurrentTimestamp();
 	it->next = to_record;
 	to_record = it;
 	n_to_record++;
@@ -1097,6 +1117,11 @@ IdemgateDispatcherMain(Datum main_arg)
 
 	if (IdemgateShmem == NULL || my_slot < 0 || my_slot >= IDEMGATE_MAX_DISPATCHERS)
 		elog(ERROR, "idemgate dispatcher started without its shared memory");
+	if (SlotTakenByLiveProcess(my_slot))
+	{
+		ereport(LOG, (errmsg("idemgate dispatcher %d already runs; exiting", my_slot)));
+		proc_exit(0);
+	}
 	my_shared = &IdemgateShmem->slots[my_slot];
 	my_shared->pid = MyProcPid;
 	pg_write_barrier();
@@ -1146,10 +1171,15 @@ IdemgateDispatcherMain(Datum main_arg)
 			(in_flight == 0 || batch >= refill || !last_full);
 
 		/*
-		 * Record when nothing is left in flight, or when enough outcomes
-		 * have piled up to be worth a commit, or alongside a claim.
+		 * Record when nothing is left in flight, when enough outcomes have
+		 * piled up to be worth a commit, when the oldest has waited
+		 * RECORD_DELAY_MS (a slow request must not hold up the others'
+		 * outcomes), or alongside a claim.
 		 */
-		if (want_claim || (n_to_record > 0 && (in_flight == 0 || n_to_record >= refill)))
+		if (want_claim ||
+			(n_to_record > 0 &&
+			 (in_flight == 0 || n_to_record >= refill ||
+			  TimestampDifferenceExceeds(oldest_to_record_at, now, RECORD_DELAY_MS))))
 		{
 			int			claimed;
 

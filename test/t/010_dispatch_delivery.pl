@@ -44,6 +44,8 @@ is(scalar(@bulk), 1000, 'the sink got 1000 requests');
 my %keys = map { $_->{idempotency_key} => 1 } @bulk;
 is(scalar(keys %keys), 1000, '1000 distinct Idempotency-Keys');
 is(sink_stats($sink)->{keys_2xx_more_than_once}, 0, 'no key delivered twice');
+cmp_ok(sink_stats($sink)->{connections}, '<=', 70,
+	'keep-alive: 1000 requests over about max_in_flight (64) connections');
 
 my $ids = $node->safe_psql('app',
 	"SELECT string_agg(effect_id::text, ',') FROM idemgate.outbox WHERE effect_type = 'bulk'");
@@ -105,14 +107,88 @@ is( $node->safe_psql(
 		"SELECT error_class FROM idemgate.dead_letters WHERE idempotency_key = 'redir-1'"),
 	'rejected',
 	'dead letter with error_class rejected');
-is(scalar(grep { ($_->{path} // '') =~ /redirected/ } @{ sink_requests($sink) }),
+is(scalar(grep { ($_->{path} // '') =~ m{^/ok\?redirected} } @{ sink_requests($sink) }),
 	0, 'the redirect target was never requested');
+
+# Housekeeping: the first dispatcher expires approvals by itself.
+$node->safe_psql('app', q{
+SELECT r.* FROM idemgate.claim('appr-1', '{}') c,
+  LATERAL idemgate.request_approval(c.idempotency_key, c.lease_owner, c.version,
+    '{"type": "bulk", "target": "x", "payload": {}}', '1 second') r});
+ok( wait_until(
+		$node,
+		"SELECT count(*) = 1 FROM idemgate.events WHERE idempotency_key = 'appr-1' AND kind = 'approval_expired'",
+		20),
+	'the dispatcher expired the approval (housekeeping)');
+
+# A housekeeping error is logged and the loop goes on: publish_alerts() is
+# swapped for a stand-in that fails (the real one is put back afterwards).
+{
+	my $log_offset = -s $node->logfile;
+	my $real = $node->safe_psql('app',
+		"SELECT to_regprocedure('idemgate.publish_alerts()') IS NOT NULL");
+	$node->safe_psql('app',
+		'ALTER FUNCTION idemgate.publish_alerts() RENAME TO publish_alerts_real')
+	  if $real eq 't';
+	$node->safe_psql('app', q{
+CREATE FUNCTION idemgate.publish_alerts() RETURNS integer LANGUAGE plpgsql
+AS $$ BEGIN RAISE EXCEPTION 'housekeeping stand-in fails'; END $$});
+	ok($node->wait_for_log(qr/housekeeping stand-in fails/, $log_offset),
+		'the housekeeping error is logged');
+	enqueue_effects($node, 'after_error', 1, 'bulk');
+	ok( wait_until(
+			$node,
+			"SELECT state = 'completed' FROM idemgate.outbox WHERE idempotency_key = 'after_error-1'",
+			20),
+		'the dispatcher still delivers after a housekeeping error');
+	$node->safe_psql('app', 'DROP FUNCTION idemgate.publish_alerts()');
+	$node->safe_psql('app',
+		'ALTER FUNCTION idemgate.publish_alerts_real() RENAME TO publish_alerts')
+	  if $real eq 't';
+}
+
+# The URL is checked again before each send: after 127.0.0.1 is removed
+# from idemgate.allowed_http_hosts, the registered endpoint gets nothing
+# and the effect fails as rejected.
+$node->append_conf('postgresql.conf', "idemgate.allowed_http_hosts = 'localhost'");
+$node->reload;
+sleep 1;
+my $before = scalar(@{ sink_requests($sink) });
+enqueue_effects($node, 'denied', 1, 'bulk');
+ok( wait_until(
+		$node, "SELECT state = 'failed' FROM idemgate.outbox WHERE idempotency_key = 'denied-1'", 30),
+	'effect to a no longer allowed URL failed');
+like($node->safe_psql('app', "SELECT last_error FROM idemgate.outbox WHERE idempotency_key = 'denied-1'"),
+	qr/allowed_http_hosts/, 'last_error names idemgate.allowed_http_hosts');
+is(scalar(@{ sink_requests($sink) }), $before, 'no request was sent');
 
 # Counters of the dispatcher.
 my $st = $node->safe_psql('app',
 	'SELECT sum(claimed), sum(completed) FROM idemgate.dispatcher_status()');
 like($st, qr/^\d+\|\d+$/, 'dispatcher_status reports counters');
 
-stop_sink($sink);
 $node->stop;
+
+# Two dispatchers share the work without ever sending an effect twice
+# (SKIP LOCKED claims): 2,000 effects, 2,000 claims, 2,000 distinct keys.
+my $two = dispatch_node('two', 'idemgate.dispatchers' => 2, 'idemgate.batch_size' => 50);
+ok($two->poll_query_until('app', 'SELECT count(*) = 2 FROM idemgate.dispatcher_status()'),
+	'two dispatchers run');
+my $sink2 = start_sink('two', 120);
+$two->safe_psql('app',
+	"SELECT idemgate.register_endpoint('bulk', '$sink2->{base}/ok', '5 seconds')");
+enqueue_effects($two, 'two', 2000, 'bulk');
+ok( wait_until(
+		$two, "SELECT count(*) = 2000 FROM idemgate.outbox WHERE state = 'completed'", 120),
+	'2000 effects completed by two dispatchers');
+is($two->safe_psql('app', 'SELECT sum(claimed) FROM idemgate.dispatcher_status()'),
+	'2000', 'exactly 2000 claims in all');
+my $st2 = sink_stats($sink2);
+is($st2->{requests}, 2000, 'the sink got 2000 requests');
+is($st2->{distinct_keys}, 2000, '2000 distinct keys');
+is($st2->{keys_2xx_more_than_once}, 0, 'none twice');
+stop_sink($sink2);
+$two->stop;
+
+stop_sink($sink);
 done_testing();
