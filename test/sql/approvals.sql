@@ -256,7 +256,7 @@ ORDER BY t.name;
 SELECT count(*) AS token_columns FROM information_schema.columns
 WHERE table_schema = 'idemgate' AND table_name = 'approval_status' AND column_name LIKE '%token%';
 
--- The n8n calls of docs/approvals.md, as written there (one JSON parameter
+-- The n8n calls of the README's Approvals section, as written there (one JSON parameter
 -- for the request; the GET page peeks; the POST consumes).
 SELECT lease_owner AS n8n_owner, version AS n8n_version FROM idemgate.claim('approvals-n8n', '{"ticket": "n8n"}') \gset
 PREPARE n8n_ask(text) AS
