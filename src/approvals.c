@@ -311,7 +311,7 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"card\" must be a JSON object"),
-					 errhint("See the "Approvals" section of the README for what an approval card should hold.")));
+					 errhint("See the Approvals section of the README for what an approval card should hold.")));
 	}
 	requested_by = OptionalSubject(fcinfo, 7, "requested_by");
 	initStringInfo(&audience_json);
