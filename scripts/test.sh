@@ -58,6 +58,23 @@ if ls test/t/*.pl >/dev/null 2>&1; then
   cp -r "$work/tree/tmp_check/log" "$logs/tap-server-logs" 2>/dev/null || true
 fi
 
+# Again with assertions compiled into our code (STYLE: test also with
+# -DUSE_ASSERT_CHECKING): pg_regress and isolation, which exercise every
+# function. The normal build is installed back afterwards.
+echo "== assert build"
+if (cd "$work/tree" && make -s clean >/dev/null && make -s PG_CFLAGS=-DUSE_ASSERT_CHECKING &&
+    make -s install PG_CFLAGS=-DUSE_ASSERT_CHECKING) >"$logs/assert-build.log" 2>&1; then
+  chown -R postgres "$work"
+  rm -f "$work/tree/regression.diffs" "$work/tree/output_iso/regression.diffs"
+  suite regress-assert make -s regresscheck; count_regress "$logs/regress-assert.log"
+  [ -f "$work/tree/regression.diffs" ] && cp "$work/tree/regression.diffs" "$logs/regress-assert.diffs"
+  suite isolation-assert make -s isolationcheck; count_regress "$logs/isolation-assert.log"
+  [ -f "$work/tree/output_iso/regression.diffs" ] && cp "$work/tree/output_iso/regression.diffs" "$logs/isolation-assert.diffs"
+else
+  echo "assert build failed"; failed=$((failed + 1))
+fi
+make -s install >/dev/null
+
 if [ -f test/sink/selftest.sh ]; then
   echo "== sink"
   bash test/sink/selftest.sh >"$logs/sink.log" 2>&1

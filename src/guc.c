@@ -30,14 +30,22 @@ int			IdemgateAlertFailures = 10;
 void
 DefineIdemgateSettings(void)
 {
-	DefineCustomStringVariable("idemgate.database",
-							   "Database in which the dispatcher delivers effects.",
-							   NULL, &IdemgateDatabase, "postgres",
-							   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.dispatchers",
-							"Number of dispatcher background workers.",
-							NULL, &IdemgateDispatchers, 1, 0, 8,
-							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	/*
+	 * Settings read only at server start exist only when the library is
+	 * preloaded: PostgreSQL refuses to create them in a running backend,
+	 * and without the preload there is no dispatcher for them to configure.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomStringVariable("idemgate.database",
+								   "Database in which the dispatcher delivers effects.",
+								   NULL, &IdemgateDatabase, "postgres",
+								   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+		DefineCustomIntVariable("idemgate.dispatchers",
+								"Number of dispatcher background workers.",
+								NULL, &IdemgateDispatchers, 1, 0, 8,
+								PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	}
 	DefineCustomIntVariable("idemgate.batch_size",
 							"Effects a dispatcher claims per round.",
 							NULL, &IdemgateBatchSize, 100, 1, 10000,

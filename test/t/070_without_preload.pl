@@ -1,0 +1,74 @@
+# Without shared_preload_libraries every function works; effects wait for an
+# external worker (the pull API). The whole path — claim, approval, enqueue,
+# claim_effects, complete_effect, dead letter, reinject — runs on a cluster
+# that never preloaded the library, and nothing is sent by anyone else.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('nopreload');
+$node->init;
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION idemgate');
+
+is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'), '', 'library not preloaded');
+
+my $claim = $node->safe_psql('postgres', q{
+	SELECT outcome || ' ' || version FROM idemgate.claim('np-1', '{"order": 1}', '5 minutes', 'orders', '00000000-0000-4000-8000-000000000001')});
+is($claim, 'claimed 0', 'claim works');
+
+# Approval gate: request, consume, effects enqueued in one transaction.
+my $token = $node->safe_psql('postgres', q{
+	SELECT token FROM idemgate.request_approval('np-1', '00000000-0000-4000-8000-000000000001', 0,
+	  '[{"type": "email", "target": "a@example.com", "payload": {"n": 1}},
+	    {"type": "email", "target": "b@example.com", "payload": {"n": 2}}]')});
+is(length($token), 43, 'a 43-character token');
+is($node->safe_psql('postgres', "SELECT outcome || ' ' || cardinality(effect_ids) FROM idemgate.consume_approval('$token', 'approve', 'maria')"),
+	'approved 2', 'approved, two effects enqueued');
+
+# Nobody delivers them: no dispatcher without the preload.
+sleep 1;
+is($node->safe_psql('postgres', "SELECT string_agg(state, ',' ORDER BY target) FROM idemgate.outbox"),
+	'pending,pending', 'effects wait for a worker');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'idemgate%'"),
+	'0', 'no idemgate background worker');
+
+# An external worker pulls them.
+my $rows = $node->safe_psql('postgres', q{
+	SELECT effect_id || ' ' || lease_owner FROM idemgate.claim_effects('email', 10) ORDER BY target});
+my @claimed = map { [ split / / ] } split /\n/, $rows;
+is(scalar(@claimed), 2, 'claim_effects hands out both');
+is($node->safe_psql('postgres', "SELECT count(*) FROM idemgate.claim_effects('email', 10)"),
+	'0', 'a second worker gets nothing');
+is($node->safe_psql('postgres', "SELECT idemgate.complete_effect('$claimed[0][0]', '$claimed[0][1]', 'prov-1')"),
+	't', 'first effect completed');
+is($node->safe_psql('postgres', "SELECT state FROM idemgate.runs WHERE idempotency_key = 'np-1'"),
+	'approved', 'run waits for its last effect');
+is($node->safe_psql('postgres', "SELECT idemgate.fail_effect('$claimed[1][0]', '$claimed[1][1]', 'rejected', 'HTTP 400')"),
+	'failed', 'second effect rejected');
+my $dl = $node->safe_psql('postgres', "SELECT id FROM idemgate.dead_letters WHERE kind = 'effect'");
+ok($dl ne '', 'rejected effect dead-lettered');
+is($node->safe_psql('postgres', "SELECT idemgate.reinject($dl, 'oncall')"), 't', 'reinjected');
+$rows = $node->safe_psql('postgres', q{SELECT effect_id || ' ' || lease_owner FROM idemgate.claim_effects('email', 10)});
+my ($eid, $owner) = split / /, $rows;
+is($eid, $claimed[1][0], 'the same effect id comes back');
+is($node->safe_psql('postgres', "SELECT idemgate.complete_effect('$eid', '$owner', 'prov-2')"), 't', 'delivered');
+is($node->safe_psql('postgres', "SELECT state FROM idemgate.runs WHERE idempotency_key = 'np-1'"),
+	'completed', 'run completed with its last effect');
+
+# Kill switch, metrics and alerts work too.
+$node->safe_psql('postgres', "SELECT idemgate.set_actions_enabled(false, 'oncall', 'test')");
+$node->safe_psql('postgres', q{
+	SELECT 1 FROM idemgate.claim('np-2', '{}', '5 minutes', NULL, '00000000-0000-4000-8000-000000000002');
+	SELECT 1 FROM idemgate.enqueue_effect('np-2', '00000000-0000-4000-8000-000000000002', 0,
+	  '{"type": "email", "target": "c@example.com", "payload": {}}')});
+is($node->safe_psql('postgres', "SELECT count(*) FROM idemgate.claim_effects('email')"), '0',
+	'kill switch off: nothing handed out');
+is($node->safe_psql('postgres', "SELECT claims || ' ' || human_approved || ' ' || auto_approved FROM idemgate.metrics()"),
+	'2 1 1', 'metrics count the history');
+ok(defined $node->safe_psql('postgres', 'SELECT count(*) FROM idemgate.alerts'), 'alerts view answers');
+
+$node->stop;
+done_testing();
