@@ -156,6 +156,10 @@ SELECT pg_catalog.pg_extension_config_dump('idemgate.approvals', '');
 SELECT pg_catalog.pg_extension_config_dump('idemgate.outbox', '');
 SELECT pg_catalog.pg_extension_config_dump('idemgate.endpoints', '');
 SELECT pg_catalog.pg_extension_config_dump('idemgate.watched_workflows', '');
+-- The identity sequences too, or a restored database would reuse event and
+-- dead letter ids already present in the restored rows.
+SELECT pg_catalog.pg_extension_config_dump('idemgate.events_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('idemgate.dead_letters_id_seq', '');
 
 REVOKE ALL ON ALL TABLES IN SCHEMA idemgate FROM PUBLIC;
 REVOKE ALL ON SCHEMA idemgate FROM PUBLIC;

@@ -9,6 +9,8 @@ CREATE TABLE idemgate.granted_bundles (
     PRIMARY KEY (role, bundle)
 );
 COMMENT ON TABLE idemgate.granted_bundles IS 'Which roles hold which privilege bundle; maintained by grant_role and revoke_role';
+-- Dumped with the data (the grants themselves are dumped as ACLs).
+SELECT pg_catalog.pg_extension_config_dump('idemgate.granted_bundles', '');
 
 CREATE FUNCTION idemgate.grant_role(role regrole, bundle text) RETURNS void
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
