@@ -165,9 +165,11 @@ SELECT (SELECT count(*) FROM regexp_split_to_table(idemgate.prometheus(), E'\n')
 CREATE ROLE qa_contract_client;
 CREATE ROLE qa_contract_reader;
 CREATE ROLE qa_contract_approver;
+CREATE ROLE qa_contract_operator;
 SELECT idemgate.grant_role(role => 'qa_contract_client', bundle => 'client');
 SELECT idemgate.grant_role(role => 'qa_contract_reader', bundle => 'reader');
 SELECT idemgate.grant_role(role => 'qa_contract_approver', bundle => 'approver');
+SELECT idemgate.grant_role(role => 'qa_contract_operator', bundle => 'operator');
 SELECT r.rolname, f.fn, has_function_privilege(r.rolname, f.fn, 'EXECUTE') AS may
 FROM (VALUES ('qa_contract_client'), ('qa_contract_reader'), ('qa_contract_approver')) AS r(rolname),
      (SELECT p.oid::regprocedure::text AS fn FROM pg_proc p WHERE p.pronamespace = 'idemgate'::regnamespace
@@ -178,7 +180,7 @@ FROM (VALUES ('qa_contract_client'), ('qa_contract_reader'), ('qa_contract_appro
                           'register_endpoint', 'watch_workflow', 'purge', 'grant_role', 'expire_approvals')) AS f
 ORDER BY 1, 2;
 SELECT r.rolname, c.relname, has_table_privilege(r.rolname, c.oid, 'SELECT') AS may
-FROM (VALUES ('qa_contract_client'), ('qa_contract_reader'), ('qa_contract_approver')) AS r(rolname),
+FROM (VALUES ('qa_contract_client'), ('qa_contract_reader'), ('qa_contract_approver'), ('qa_contract_operator')) AS r(rolname),
      pg_class c WHERE c.relnamespace = 'idemgate'::regnamespace
   AND c.relname IN ('alerts', 'events', 'dead_letters', 'approvals', 'runs', 'outbox')
 ORDER BY 1, 2;
@@ -194,8 +196,14 @@ SELECT count(*) >= 0 AS alerts_ok FROM idemgate.alerts;
 SELECT count(*) >= 0 AS dead_letters_ok FROM idemgate.dead_letters;
 SELECT pg_temp.code_of('SELECT token_hash FROM idemgate.approvals') AS token_hash;
 RESET ROLE;
+-- The operator (everything) can find unknown effects and their errors.
+SET ROLE qa_contract_operator;
+SELECT state, last_error FROM idemgate.outbox WHERE idempotency_key = 'qa_contract-e1';
+SELECT state FROM idemgate.runs WHERE idempotency_key = 'qa_contract-e1';
+RESET ROLE;
+SELECT idemgate.revoke_role(role => 'qa_contract_operator', bundle => 'operator');
 SELECT idemgate.revoke_role(role => 'qa_contract_client', bundle => 'client');
 SELECT idemgate.revoke_role(role => 'qa_contract_reader', bundle => 'reader');
 SELECT idemgate.revoke_role(role => 'qa_contract_approver', bundle => 'approver');
-DROP OWNED BY qa_contract_client, qa_contract_reader, qa_contract_approver;
-DROP ROLE qa_contract_client, qa_contract_reader, qa_contract_approver;
+DROP OWNED BY qa_contract_client, qa_contract_reader, qa_contract_approver, qa_contract_operator;
+DROP ROLE qa_contract_client, qa_contract_reader, qa_contract_approver, qa_contract_operator;
