@@ -13,4 +13,7 @@ INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
 
 -- The operator bundle may do everything the other bundles may.
 INSERT INTO idemgate.bundle_members (bundle, fn, rel)
-SELECT DISTINCT 'operator', fn, rel FROM idemgate.bundle_members WHERE bundle <> 'operator';
+SELECT DISTINCT 'operator', b.fn, b.rel FROM idemgate.bundle_members b
+WHERE b.bundle <> 'operator'
+  AND NOT EXISTS (SELECT 1 FROM idemgate.bundle_members o WHERE o.bundle = 'operator'
+                  AND o.fn IS NOT DISTINCT FROM b.fn AND o.rel IS NOT DISTINCT FROM b.rel);

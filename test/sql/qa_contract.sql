@@ -207,3 +207,7 @@ SELECT idemgate.revoke_role(role => 'qa_contract_reader', bundle => 'reader');
 SELECT idemgate.revoke_role(role => 'qa_contract_approver', bundle => 'approver');
 DROP OWNED BY qa_contract_client, qa_contract_reader, qa_contract_approver, qa_contract_operator;
 DROP ROLE qa_contract_client, qa_contract_reader, qa_contract_approver, qa_contract_operator;
+
+-- bundle_members lists each right of a bundle once.
+SELECT bundle, coalesce(fn::text, rel::text) AS member, count(*) FROM idemgate.bundle_members
+GROUP BY 1, 2 HAVING count(*) > 1 ORDER BY 1, 2;
