@@ -9,11 +9,18 @@
  *	  send), so queued and claimed effects are held, not lost. Claims,
  *	  approvals and enqueueing keep working while it is off.
  *
+ *	  idemgate.control is dumped by pg_dump like the other extension tables;
+ *	  CREATE EXTENSION already made the row, so a BEFORE INSERT trigger turns
+ *	  the restored row into an update of it (no duplicate key, no second
+ *	  row): a database restored with its switch off stays off.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
@@ -26,6 +33,7 @@
 
 PG_FUNCTION_INFO_V1(idemgate_set_actions_enabled);
 PG_FUNCTION_INFO_V1(idemgate_actions_enabled);
+PG_FUNCTION_INFO_V1(idemgate_control_restore);
 
 static SavedStatement read_switch_stmt = {
 	"SELECT actions_enabled FROM idemgate.control WHERE singleton",
@@ -42,6 +50,13 @@ static SavedStatement set_switch_stmt = {
 	" SET actions_enabled = $1, changed_at = pg_catalog.now(), changed_by = $2, reason = $3"
 	" WHERE singleton",
 	3, {BOOLOID, TEXTOID, TEXTOID}
+};
+
+static SavedStatement restore_switch_stmt = {
+	"UPDATE idemgate.control"
+	" SET actions_enabled = $1, changed_at = $2, changed_by = $3, reason = $4"
+	" WHERE singleton",
+	4, {BOOLOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
 };
 
 /*
@@ -118,4 +133,46 @@ idemgate_actions_enabled(PG_FUNCTION_ARGS)
 	enabled = ActionsEnabled();
 	SPI_finish();
 	PG_RETURN_BOOL(enabled);
+}
+
+/*
+ * idemgate_control_restore is the BEFORE INSERT row trigger on
+ * idemgate.control: when the row already exists (made by CREATE EXTENSION),
+ * the inserted values update it and the insert is skipped.
+ */
+Datum
+idemgate_control_restore(PG_FUNCTION_ARGS)
+{
+	static const char *const columns[4] = {"actions_enabled", "changed_at", "changed_by", "reason"};
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	newtuple;
+	TupleDesc	tupdesc;
+	Datum		values[4];
+	char		nulls[4];
+	uint64		updated;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) || !TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		elog(ERROR, "idemgate_control_restore must be a BEFORE INSERT row trigger");
+	newtuple = trigdata->tg_trigtuple;
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	for (int i = 0; i < 4; i++)
+	{
+		int			attno = SPI_fnumber(tupdesc, columns[i]);
+		bool		isnull;
+
+		if (attno <= 0)
+			elog(ERROR, "idemgate.control has no column \"%s\"", columns[i]);
+		values[i] = heap_getattr(newtuple, attno, tupdesc, &isnull);
+		nulls[i] = isnull ? 'n' : ' ';
+	}
+
+	ConnectSPI();
+	if (ExecSaved(&restore_switch_stmt, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not restore the kill switch");
+	updated = SPI_processed;
+	SPI_finish();
+	if (updated > 0)
+		return PointerGetDatum(NULL);
+	return PointerGetDatum(newtuple);
 }

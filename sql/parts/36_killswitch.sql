@@ -19,3 +19,17 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('operator', 'idemgate.set_actions_enabled(boolean,text,text)'),
     ('client', 'idemgate.actions_enabled()'),
     ('reader', 'idemgate.actions_enabled()');
+
+-- pg_dump keeps the switch: the control row is dumped, and restoring it
+-- updates the row CREATE EXTENSION made instead of adding a second one.
+CREATE FUNCTION idemgate.control_restore() RETURNS trigger
+LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_control_restore';
+COMMENT ON FUNCTION idemgate.control_restore() IS
+'Trigger: a restored kill switch row (pg_dump) updates the existing row instead of duplicating it';
+CREATE TRIGGER control_restore BEFORE INSERT ON idemgate.control
+FOR EACH ROW EXECUTE FUNCTION idemgate.control_restore();
+SELECT pg_catalog.pg_extension_config_dump('idemgate.control', '');
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('operator', 'idemgate.control_restore()');

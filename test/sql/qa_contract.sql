@@ -36,10 +36,19 @@ ORDER BY 1, array_position(want.cols, a.attname::text);
 
 -- pg_dump: the identity sequences of events and dead_letters are dumped with
 -- the rows (or a restored database reuses ids and every event insert fails),
--- and so is the record of granted bundles; the tables filled by CREATE
--- EXTENSION itself (control, bundle_members) are not (no duplicate rows).
+-- and so is the record of granted bundles; bundle_members, filled by CREATE
+-- EXTENSION itself, is not (no duplicate rows).
 SELECT c::regclass AS dumped FROM pg_extension e, unnest(e.extconfig) AS c
 WHERE e.extname = 'idemgate' ORDER BY c::regclass::text;
+-- The kill switch row is dumped too; restoring it (COPY of the dumped row)
+-- updates the row CREATE EXTENSION made: one row, the restored state.
+INSERT INTO idemgate.control (singleton, actions_enabled, changed_at, changed_by, reason)
+VALUES (true, false, '2026-01-02 03:04:05+00', 'qa_contract', 'restored');
+SELECT count(*) AS control_rows, bool_and(actions_enabled) AS enabled, min(changed_by) AS changed_by,
+       min(reason) AS reason, min(changed_at) = '2026-01-02 03:04:05+00' AS changed_at_kept
+FROM idemgate.control;
+SELECT idemgate.actions_enabled() AS enabled_after_restore;
+SELECT idemgate.set_actions_enabled(enabled => true, actor => 'qa', reason => 'qa_contract');
 
 -- §1 claim: new, duplicate (lease_owner NULL), IG001 on another payload.
 SELECT outcome, idempotency_key, state, lease_owner IS NOT NULL AS has_owner, version, result
