@@ -123,6 +123,7 @@ PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
 #define IDEMGATE_MAX_INFLIGHT_CAP 1024
 /* Longest provider id kept. */
 #define MAX_PROVIDER_ID		1000
+#define MAX_PROVIDER_JSON_DEPTH 100
 
 /* Interface of SettleExpiredLeases (src/outbox.c). */
 extern int	SettleExpiredLeases(const char *effect_type_or_null);
@@ -494,6 +495,42 @@ ProviderIdNonScalar(void *state)
 }
 
 /*
+ * JsonTooDeep tells whether a body nests arrays or objects more than
+ * MAX_PROVIDER_JSON_DEPTH levels: pg_parse_json recurses per level and
+ * raises "stack depth limit exceeded" on a hostile body, which would lose
+ * the outcome of a delivered effect.
+ */
+static bool
+JsonTooDeep(const char *body, size_t len)
+{
+	int			depth = 0;
+	bool		in_string = false;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		char		c = body[i];
+
+		if (in_string)
+		{
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+		}
+		else if (c == '"')
+			in_string = true;
+		else if (c == '[' || c == '{')
+		{
+			if (++depth > MAX_PROVIDER_JSON_DEPTH)
+				return true;
+		}
+		else if (c == ']' || c == '}')
+			depth--;
+	}
+	return false;
+}
+
+/*
  * ProviderIdFrom extracts the top-level field of a JSON response body as
  * text, or NULL when the body is not JSON, lacks the field, or the value is
  * not a string or number. Never raises.
@@ -506,7 +543,7 @@ ProviderIdFrom(const char *body, size_t len, const char *field)
 
 	if (body == NULL || len == 0 || field == NULL || len >= HTTP_MAX_BODY_KEPT)
 		return NULL;
-	if (!pg_verifymbstr(body, (int) len, true))
+	if (!pg_verifymbstr(body, (int) len, true) || JsonTooDeep(body, len))
 		return NULL;
 	memset(&p, 0, sizeof(p));
 	memset(&sem, 0, sizeof(sem));

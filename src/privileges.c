@@ -124,6 +124,22 @@ RecordRoleEvent(const char *kind, const char *role, const char *bundle)
 				DetailsFinish(&details));
 }
 
+/* RoleArg returns the quoted name of the role argument, which must exist. */
+static const char *
+RoleArg(FunctionCallInfo fcinfo, int argno, Oid *roleid)
+{
+	char	   *name;
+
+	RequireArg(fcinfo, argno, "role");
+	*roleid = PG_GETARG_OID(argno);
+	name = GetUserNameFromId(*roleid, true);
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"role\" must name an existing role, not OID %u", *roleid)));
+	return quote_identifier(name);
+}
+
 /* idemgate_grant_role implements grant_role(role, bundle). */
 Datum
 idemgate_grant_role(PG_FUNCTION_ARGS)
@@ -133,10 +149,8 @@ idemgate_grant_role(PG_FUNCTION_ARGS)
 	const char *role;
 	Datum		values[3];
 
-	RequireArg(fcinfo, 0, "role");
-	roleid = PG_GETARG_OID(0);
+	role = RoleArg(fcinfo, 0, &roleid);
 	bundle = BundleArg(fcinfo, 1);
-	role = quote_identifier(GetUserNameFromId(roleid, false));
 
 	ConnectSPI();
 	ApplyBundles(SingleBundle(bundle), role, true);
@@ -165,10 +179,8 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		remaining;
 
-	RequireArg(fcinfo, 0, "role");
-	roleid = PG_GETARG_OID(0);
+	role = RoleArg(fcinfo, 0, &roleid);
 	bundle = BundleArg(fcinfo, 1);
-	role = quote_identifier(GetUserNameFromId(roleid, false));
 
 	ConnectSPI();
 	values[0] = ObjectIdGetDatum(roleid);

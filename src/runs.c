@@ -53,6 +53,9 @@ PG_FUNCTION_INFO_V1(idemgate_renew_lease);
 PG_FUNCTION_INFO_V1(idemgate_fail);
 PG_FUNCTION_INFO_V1(idemgate_supersede);
 
+/* A workflow name is indexed; bounded like a watch_workflow name. */
+#define MAX_WORKFLOW_BYTES 200
+
 static const char *const run_states[] = {
 	"processing", "awaiting_human", "approved",
 	"completed", "failed_retryable", "failed_terminal", NULL
@@ -396,11 +399,15 @@ EmitClaimResult(FunctionCallInfo fcinfo, ClaimResult *res)
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, res->values, res->nulls);
 }
 
-/* OptionalText returns argument argno as text, or NULL. */
+/*
+ * WorkflowArg returns the optional workflow argument, or NULL. It is
+ * indexed (runs_workflow_created_idx), so its length is bounded like a
+ * watch_workflow name.
+ */
 static text *
-OptionalText(FunctionCallInfo fcinfo, int argno)
+WorkflowArg(FunctionCallInfo fcinfo, int argno)
 {
-	return PG_ARGISNULL(argno) ? NULL : PG_GETARG_TEXT_PP(argno);
+	return PG_ARGISNULL(argno) ? NULL : TextArg(fcinfo, argno, "workflow", MAX_WORKFLOW_BYTES);
 }
 
 /*
@@ -421,7 +428,7 @@ idemgate_claim(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
-	ClaimRun(key, payload, lease, OptionalText(fcinfo, 3),
+	ClaimRun(key, payload, lease, WorkflowArg(fcinfo, 3),
 			 PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), NULL, NULL, &res);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
@@ -573,6 +580,12 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 							IdemgateMaxLeaseLifeSecs)));
 	}
 	workflow = RequestString(request, "workflow", false);
+	if (workflow != NULL &&
+		(VARSIZE_ANY_EXHDR(workflow) < 1 || VARSIZE_ANY_EXHDR(workflow) > MAX_WORKFLOW_BYTES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"workflow\" of argument \"request\" must be between 1 and %d bytes long, not %d",
+						MAX_WORKFLOW_BYTES, (int) VARSIZE_ANY_EXHDR(workflow))));
 	owner_text = RequestString(request, "owner", false);
 	if (owner_text != NULL)
 		owner = DatumGetUUIDP(ParseRequestText(owner_text, "owner", uuid_in, "a UUID"));
