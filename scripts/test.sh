@@ -37,7 +37,7 @@ suite() {	# suite NAME COMMAND... → runs as postgres, logs to test-results/NAM
   echo "== $name"
   runuser -u postgres -- env -C "$work/tree" "$@" >"$logs/$name.log" 2>&1
   local rc=$?
-  cat "$logs/$name.log" | grep -E '^(test |     |ok |not ok|t/|test/t/|Files=|Result:|#   Failed)' || true
+  cat "$logs/$name.log" | grep -E '^(test |     |ok |not ok|t\/|test\/t\/|\[[0-9:]+\] test\/t\/|Files=|Result:|#   Failed)' || true
   return $rc
 }
 
