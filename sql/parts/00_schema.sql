@@ -1,5 +1,8 @@
 \echo Use "CREATE EXTENSION idemgate" to load this file. \quit
 
+CREATE SCHEMA idemgate;
+COMMENT ON SCHEMA idemgate IS 'idemgate: idempotency, leases, approvals, outbox, dead letters';
+
 -- idemgate 1.0 — tables. Functions live in the later parts, one per concern.
 -- Nothing here is readable or writable by PUBLIC: every access goes through
 -- SECURITY DEFINER functions whose search_path is pinned, and rights come in

@@ -70,5 +70,23 @@ is($node->safe_psql('postgres', "SELECT claims || ' ' || human_approved || ' ' |
 	'2 1 1', 'metrics count the history');
 ok(defined $node->safe_psql('postgres', 'SELECT count(*) FROM idemgate.alerts'), 'alerts view answers');
 
+# The schema belongs to the extension: DROP EXTENSION removes it, and a
+# schema created beforehand by someone else is never adopted.
+$node->safe_psql('postgres', 'DROP EXTENSION idemgate');
+is($node->safe_psql('postgres', "SELECT count(*) FROM pg_namespace WHERE nspname = 'idemgate'"),
+	'0', 'DROP EXTENSION removes schema idemgate');
+$node->safe_psql('postgres', q{
+	CREATE ROLE squatter LOGIN;
+	GRANT CREATE ON DATABASE postgres TO squatter;
+	SET ROLE squatter;
+	CREATE SCHEMA idemgate;
+	RESET ROLE;});
+my ($ret, $out, $err) = $node->psql('postgres', 'CREATE EXTENSION idemgate');
+isnt($ret, 0, 'CREATE EXTENSION refuses a schema someone else created');
+like($err, qr/schema "idemgate" already exists/, '... saying why');
+$node->safe_psql('postgres', 'DROP SCHEMA idemgate; CREATE EXTENSION idemgate');
+is($node->safe_psql('postgres', "SELECT nspowner::regrole FROM pg_namespace WHERE nspname = 'idemgate'"),
+	scalar($node->safe_psql('postgres', 'SELECT current_user')), 'then the extension owns its schema');
+
 $node->stop;
 done_testing();
