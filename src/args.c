@@ -41,6 +41,42 @@ CheckKeyText(text *key, const char *name)
 				 errhint("Derive the key from the business event, e.g. \"invoice-2026-0918-ACME-4471\".")));
 }
 
+/*
+ * TruncateForMessage returns s cut to IDEMGATE_MAX_ECHO_BYTES on a character
+ * boundary, with "..." appended when cut, so that echoing a caller's value
+ * in an error message never turns a huge argument into a huge log line.
+ */
+char *
+TruncateForMessage(const char *s)
+{
+	int			len = strlen(s);
+
+	if (len <= IDEMGATE_MAX_ECHO_BYTES)
+		return pstrdup(s);
+	return psprintf("%s...", pnstrdup(s, pg_mbcliplen(s, len, IDEMGATE_MAX_ECHO_BYTES)));
+}
+
+/*
+ * ClipErrorText returns an error text cut to IDEMGATE_MAX_ERROR_BYTES on a
+ * character boundary, with IDEMGATE_TRUNCATED_MARKER appended when cut, or
+ * NULL for NULL. Failures are recorded however long the provider's message:
+ * cutting beats refusing.
+ */
+char *
+ClipErrorText(const char *error)
+{
+	int			len;
+
+	if (error == NULL)
+		return NULL;
+	len = strlen(error);
+	if (len <= IDEMGATE_MAX_ERROR_BYTES)
+		return pstrdup(error);
+	return psprintf("%s%s",
+					pnstrdup(error, pg_mbcliplen(error, len, IDEMGATE_MAX_ERROR_BYTES)),
+					IDEMGATE_TRUNCATED_MARKER);
+}
+
 /* KeyArg returns a required idempotency key argument, checked. */
 text *
 KeyArg(FunctionCallInfo fcinfo, int argno, const char *name)

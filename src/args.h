@@ -14,6 +14,12 @@
 #include "datatype/timestamp.h"
 #include "utils/jsonb.h"
 
+/* Longest caller-supplied value echoed in an error message, in bytes. */
+#define IDEMGATE_MAX_ECHO_BYTES 64
+/* Longest error text kept by fail and fail_effect, in bytes (then a marker). */
+#define IDEMGATE_MAX_ERROR_BYTES 8192
+#define IDEMGATE_TRUNCATED_MARKER " [truncated]"
+
 extern void RequireArg(FunctionCallInfo fcinfo, int argno, const char *name);
 extern text *KeyArg(FunctionCallInfo fcinfo, int argno, const char *name);
 extern text *TextArg(FunctionCallInfo fcinfo, int argno, const char *name, int max_bytes);
@@ -24,5 +30,7 @@ extern char *FormatUsecs(int64 usecs);
 extern int64 IntervalToUsecs(const Interval *iv);
 extern Interval *UsecsToInterval(int64 usecs);
 extern void CheckKeyText(text *key, const char *name);
+extern char *TruncateForMessage(const char *s);
+extern char *ClipErrorText(const char *error);
 
 #endif

@@ -11,8 +11,10 @@
  * two inserts for one key never race; UNIQUE (idempotency_key, effect_type,
  * target) with ON CONFLICT DO NOTHING makes a re-enqueue (after a
  * reinjected run is recovered) return the existing effect instead of
- * making a second row. The dispatcher only sends effects of approved runs
- * and is woken after commit.
+ * making a second row. A retried enqueue_effect on a run it already
+ * approved (live owner, current version, only effects already enqueued) is
+ * answered from the outbox and changes nothing. The dispatcher only sends
+ * effects of approved runs and is woken after commit.
  *
  *-------------------------------------------------------------------------
  */
@@ -128,7 +130,7 @@ ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s has unknown field \"%s\"", name,
-							pnstrdup(v.val.string.val, v.val.string.len)),
+							TruncateForMessage(pnstrdup(v.val.string.val, v.val.string.len))),
 					 errhint("The fields of an effect are type, target and payload.")));
 	}
 
@@ -277,10 +279,45 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor)
 }
 
 /*
+ * ExistingEffectIds returns the ids (input order) of the effects of run key
+ * when every (type, target) given is already in the outbox, else NULL.
+ * Changes nothing: this is how a retried enqueue on an approved run is
+ * answered.
+ */
+static ArrayType *
+ExistingEffectIds(text *key, Jsonb *effects)
+{
+	ParsedEffect *parsed;
+	int			n = ParseEffects(effects, "effects", &parsed);
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[3];
+		bool		isnull;
+		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
+
+		values[0] = PointerGetDatum(key);
+		values[1] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
+		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
+		if (ExecSaved(&existing_effect_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up effect");
+		if (SPI_processed != 1)
+			return NULL;
+		memcpy(id, DatumGetUUIDP(GetResultDatum(0, 1, &isnull)), sizeof(pg_uuid_t));
+		ids[i] = UUIDPGetDatum(id);
+	}
+	return construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR);
+}
+
+/*
  * idemgate_enqueue_effect implements enqueue_effect(key, owner, version,
  * effects): the automatic path. As the live owner of a processing run, the
  * caller's effects are inserted and the run becomes approved in one step.
- * A row of NULLs when ownership was lost; IG002 from any other state.
+ * A row of NULLs when ownership was lost; IG002 from any other state,
+ * except a replay: on an approved run, the live owner at the current
+ * version passing only effects already enqueued gets their ids and the
+ * current version back, and nothing changes.
  */
 Datum
 idemgate_enqueue_effect(PG_FUNCTION_ARGS)
@@ -306,7 +343,22 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
 	LockOwnedRun(key, owner, version, &run);
-	if (run.found && run.owned)
+	if (run.found && run.owned && strcmp(run.state, "approved") == 0)
+	{
+		ArrayType  *existing = ExistingEffectIds(key, effects);
+
+		if (existing == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+					 errmsg("run \"%s\" is already approved; effects not enqueued before cannot be added",
+							text_to_cstring(key)),
+					 errdetail("enqueue_effect adds effects only while the run is processing; a replay may repeat only effects already enqueued."),
+					 errhint("Send new effects under a new key, or use idemgate.supersede() once this run is finished.")));
+		row[0] = PointerGetDatum(existing);
+		row[1] = Int64GetDatum(run.version);
+		rownulls[0] = rownulls[1] = false;
+	}
+	else if (run.found && run.owned)
 	{
 		if (strcmp(run.state, "processing") != 0)
 			ereport(ERROR,

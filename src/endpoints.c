@@ -141,7 +141,7 @@ EndpointUrlAllowed(const char *url, char **why)
 			reason = pstrdup("it has no scheme or no host");
 		else if (pg_strcasecmp(scheme, "https") != 0 && pg_strcasecmp(scheme, "http") != 0)
 			reason = psprintf("its scheme is %s; only https (or http to allowed hosts) is allowed",
-							  scheme);
+							  TruncateForMessage(scheme));
 	}
 	if (reason == NULL)
 	{
@@ -162,7 +162,7 @@ EndpointUrlAllowed(const char *url, char **why)
 
 	if (reason == NULL && pg_strcasecmp(scheme, "http") == 0 && !HttpHostAllowed(host))
 		reason = psprintf("plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to %s",
-						  host);
+						  TruncateForMessage(host));
 	if (reason != NULL)
 	{
 		*why = reason;
@@ -187,7 +187,7 @@ HeaderError(const char *msg, const char *name)
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("argument \"headers\" %s", msg),
-			 name ? errdetail("Header name: \"%s\".", name) : 0,
+			 name ? errdetail("Header name: \"%s\".", TruncateForMessage(name)) : 0,
 			 errhint("Pass a JSON object of header name → string value, e.g. {\"Authorization\": \"Bearer ...\"}.")));
 }
 

@@ -66,8 +66,6 @@ PG_FUNCTION_INFO_V1(idemgate_fail_effect);
 #define DEFAULT_MAX_ATTEMPTS 3
 /* Longest lease claim_effects hands out. */
 #define MAX_EFFECT_LEASE_USECS ((int64) 3600 * USECS_PER_SEC)
-/* Longest error text kept in outbox.last_error. */
-#define MAX_ERROR_BYTES 4000
 /* Expired leases settled per call (the rest on the next call). */
 #define SETTLE_BATCH 1000
 
@@ -192,20 +190,6 @@ FindErrorClass(const char *name, bool allow_internal)
 	return NULL;
 }
 
-/* ClipError returns error cut to MAX_ERROR_BYTES on a character boundary. */
-static char *
-ClipError(const char *error)
-{
-	int			len;
-
-	if (error == NULL)
-		return NULL;
-	len = strlen(error);
-	if (len <= MAX_ERROR_BYTES)
-		return pstrdup(error);
-	return pnstrdup(error, pg_mbcliplen(error, len, MAX_ERROR_BYTES));
-}
-
 /*
  * CompleteRunIfDone completes the run of key (approved → completed) when
  * none of its effects is in another state than completed. Locks the run
@@ -293,7 +277,7 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 	const char *new_state;
 	int64		delay = -1;
 	TimestampTz retry_at = 0;
-	char	   *clipped = ClipError(error);
+	char	   *clipped = ClipErrorText(error);
 	EventDetails details;
 
 	values[0] = UUIDPGetDatum(effect_id);
@@ -372,7 +356,7 @@ FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const char *error_class,
 	if (ec == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown effect error class \"%s\"", error_class),
+				 errmsg("unknown effect error class \"%s\"", TruncateForMessage(error_class)),
 				 errhint(ERROR_CLASS_HINT)));
 	return FailLockedEffect(effect_id, owner, ec, error, retry_after_usecs, http_status);
 }
@@ -557,7 +541,7 @@ idemgate_fail_effect(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"error_class\" must be a known error class, not \"%s\"",
-						error_class),
+						TruncateForMessage(error_class)),
 				 errhint(ERROR_CLASS_HINT)));
 	if (!PG_ARGISNULL(3))
 		error = text_to_cstring(PG_GETARG_TEXT_PP(3));

@@ -500,7 +500,7 @@ ParseRequestText(text *value, const char *field, PGFunction input, const char *w
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("field \"%s\" of argument \"request\" must be %s, not \"%s\"",
-						field, what, str)));
+						field, what, TruncateForMessage(str))));
 	return result;
 }
 
@@ -549,7 +549,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown field \"%s\" in argument \"request\"",
-								pnstrdup(v.val.string.val, v.val.string.len)),
+								TruncateForMessage(pnstrdup(v.val.string.val, v.val.string.len))),
 						 errhint("The fields are key, payload, lease, workflow and owner.")));
 		}
 	}
@@ -674,7 +674,8 @@ StateArg(FunctionCallInfo fcinfo, int argno, const char *name)
 	if (!IsRunState(state))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must be a run state, not \"%s\"", name, state),
+				 errmsg("argument \"%s\" must be a run state, not \"%s\"", name,
+						TruncateForMessage(state)),
 				 errhint("The states are processing, awaiting_human, approved, completed, failed_retryable and failed_terminal.")));
 	return state;
 }
@@ -785,7 +786,7 @@ idemgate_fail(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", 100));
-	error = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	error = PG_ARGISNULL(4) ? NULL : ClipErrorText(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	RequireArg(fcinfo, 5, "retryable");
 	retryable = PG_GETARG_BOOL(5);
 

@@ -50,6 +50,7 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 
+#include "args.h"
 #include "validate.h"
 
 /* How deeply schemas (properties / items) may nest. */
@@ -662,13 +663,17 @@ CompileKeyword(SchemaNode *node, const char *kw, int kwlen,
 		/* annotations: accepted, no meaning for validation */
 	}
 	else
+	{
+		char	   *short_kw = TruncateForMessage(pnstrdup(kw, kwlen));
+
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unsupported JSON Schema keyword %s in argument \"schema\" at %s",
-						QuotedName(kw, kwlen), path->data),
+						QuotedName(short_kw, strlen(short_kw)), path->data),
 				 errdetail("idemgate.validate implements a subset of JSON Schema and refuses keywords it would otherwise ignore."),
 				 errhint("Supported keywords: %s. Accepted and ignored annotations: %s.",
 						 SUPPORTED_KEYWORDS, ANNOTATION_KEYWORDS)));
+	}
 }
 
 /* CompileSchema checks the schema object sv (at path) and compiles it. */

@@ -35,9 +35,25 @@ ORDER BY id;
 -- The old (owner, version) no longer owns the run: a row of NULLs, nothing added.
 SELECT * FROM pg_temp.enq('one', '{"type": "email", "target": "other@example.com", "payload": {}}');
 SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'enqueue-one';
--- The live owner with the new version: the run is approved now, IG002.
+-- The live owner with the new version: the run is approved now, so a new
+-- effect is IG002 (a new effect needs a new key), alone or beside an old one.
 UPDATE runs_t SET version = 1 WHERE name = 'one';
 SELECT pg_temp.sqlstate_of($$SELECT * FROM pg_temp.enq('one', '{"type": "email", "target": "x", "payload": {}}')$$);
+SELECT pg_temp.sqlstate_of($$SELECT * FROM pg_temp.enq('one', '[{"type": "email", "target": "ana@example.com", "payload": {"subject": "Hola"}},
+                                                             {"type": "email", "target": "x", "payload": {}}]')$$);
+-- A replay of exactly what was enqueued (a retried n8n node holding the
+-- returned version): the same id and the current version, and nothing
+-- changes (no row, no event, no version bump).
+SELECT r.effect_ids = g.effect_ids AS same_ids, r.version
+FROM pg_temp.enq('one', '{"type": "email", "target": "ana@example.com", "payload": {"subject": "Hola"}}') r, got g;
+SELECT state, version, (SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'enqueue-one') AS effects,
+       (SELECT count(*) FROM idemgate.events WHERE idempotency_key = 'enqueue-one') AS events
+FROM idemgate.runs WHERE idempotency_key = 'enqueue-one';
+-- The replay is owner-checked like the first call: stale version or stranger → NULLs.
+SELECT * FROM idemgate.enqueue_effect('enqueue-one', (SELECT owner FROM runs_t WHERE name = 'one'), 0,
+                                       '{"type": "email", "target": "ana@example.com", "payload": {"subject": "Hola"}}');
+SELECT * FROM idemgate.enqueue_effect('enqueue-one', gen_random_uuid(), 1,
+                                       '{"type": "email", "target": "ana@example.com", "payload": {"subject": "Hola"}}');
 
 -- An array: ids come back in input order, one row per effect.
 SELECT pg_temp.claim_as('many');
@@ -49,6 +65,13 @@ SELECT i, o.effect_type, o.target, o.payload
 FROM got_many g, unnest(g.effect_ids) WITH ORDINALITY AS u(id, i)
 JOIN idemgate.outbox o ON o.effect_id = u.id ORDER BY i;
 SELECT count(DISTINCT u) AS distinct_ids FROM got_many, unnest(effect_ids) u;
+-- Replaying a subset in another order returns the existing ids in input order.
+UPDATE runs_t SET version = (SELECT version FROM got_many) WHERE name = 'many';
+SELECT r.effect_ids = ARRAY[m.effect_ids[3], m.effect_ids[1]] AS ids_in_input_order, r.version = m.version AS same_version
+FROM pg_temp.enq('many', '[{"type": "email", "target": "a@example.com", "payload": [1, 2]},
+                           {"type": "email", "target": "b@example.com", "payload": 1}]') r, got_many m;
+SELECT count(*) AS effects_enqueued_events FROM idemgate.events
+WHERE idempotency_key = 'enqueue-many' AND kind = 'effects_enqueued';
 
 -- A stranger (random owner) and a wrong version change nothing.
 SELECT pg_temp.claim_as('stranger');
