@@ -142,9 +142,9 @@ SELECT kind, details - 'retry_at' AS details,
        (details->>'retry_at')::timestamptz = o.next_attempt_at AS retry_at_ok
 FROM idemgate.events e JOIN idemgate.outbox o USING (effect_id)
 WHERE e.idempotency_key = 'outbox-ev' ORDER BY e.id;
--- an error longer than 4000 bytes is kept cut to 4000
+-- an error longer than 8192 bytes is kept cut to 8192 (on a character boundary) + " [truncated]"
 SELECT count(*) FROM pg_temp.mk('outbox-long', 'outbox_long', 1);
-SELECT idemgate.fail_effect(effect_id, lease_owner, 'timeout_after_send', repeat('é', 3000))
+SELECT idemgate.fail_effect(effect_id, lease_owner, 'timeout_after_send', repeat('é', 5000))
 FROM idemgate.claim_effects('outbox_long');
 SELECT state, octet_length(last_error) FROM idemgate.outbox WHERE idempotency_key = 'outbox-long';
 -- a settled effect cannot be failed or completed again
