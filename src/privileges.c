@@ -7,13 +7,18 @@
  * GRANT and REVOKE cannot take parameters, so the statements are built from
  * catalog output only: the role name through quote_identifier and the
  * object names through regprocedure/regclass output, which qualify and
- * quote them. No caller text reaches the SQL.
+ * quote them. No caller text reaches the SQL. bundle_members.fn is text
+ * (pg_upgrade refuses regprocedure columns), so the row trigger
+ * bundle_members_canonical stores it as regprocedure output, computed with
+ * the pinned search_path (schema-qualified), and rejects unknown functions.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -25,9 +30,10 @@
 
 PG_FUNCTION_INFO_V1(idemgate_grant_role);
 PG_FUNCTION_INFO_V1(idemgate_revoke_role);
+PG_FUNCTION_INFO_V1(idemgate_bundle_members_canonical);
 
 static SavedStatement bundle_members_stmt = {
-	"SELECT fn::text, rel::text FROM idemgate.bundle_members"
+	"SELECT fn, rel::text FROM idemgate.bundle_members"
 	" WHERE bundle = ANY ($1) ORDER BY 1, 2",
 	1, {TEXTARRAYOID}
 };
@@ -197,4 +203,40 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 	RecordRoleEvent("role_revoked", GetUserNameFromId(roleid, false), bundle);
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * idemgate_bundle_members_canonical is the BEFORE INSERT OR UPDATE row
+ * trigger on idemgate.bundle_members: fn must name an existing function
+ * (42883 otherwise) and is replaced by its regprocedure output. The
+ * function pins search_path = pg_catalog, pg_temp, so the output is
+ * schema-qualified and the same whoever inserts the row.
+ */
+Datum
+idemgate_bundle_members_canonical(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	HeapTuple	tuple;
+	TupleDesc	tupdesc;
+	int			attno;
+	bool		isnull;
+	Datum		fn;
+	Datum		canonical;
+	bool		nulls = false;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
+		elog(ERROR, "idemgate_bundle_members_canonical must be a BEFORE INSERT OR UPDATE row trigger");
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+	tupdesc = RelationGetDescr(trigdata->tg_relation);
+	attno = SPI_fnumber(tupdesc, "fn");
+	if (attno <= 0 || TupleDescAttr(tupdesc, attno - 1)->atttypid != TEXTOID)
+		elog(ERROR, "idemgate.bundle_members has no text column \"fn\"");
+	fn = heap_getattr(tuple, attno, tupdesc, &isnull);
+	if (isnull)
+		return PointerGetDatum(tuple);
+	canonical = DirectFunctionCall1(regprocedurein, CStringGetDatum(TextDatumGetCString(fn)));
+	canonical = CStringGetTextDatum(DatumGetCString(DirectFunctionCall1(regprocedureout, canonical)));
+	return PointerGetDatum(heap_modify_tuple_by_cols(tuple, tupdesc, 1, &attno, &canonical, &nulls));
 }

@@ -144,13 +144,27 @@ COMMENT ON TABLE idemgate.watched_workflows IS 'Workflows expected to be claimed
 
 -- Privilege bundles: which function or relation each bundle may use.
 -- grant_role/revoke_role read this table; each feature's SQL part adds its rows.
+-- fn is the signature as text, not regprocedure: pg_upgrade refuses user
+-- columns of reg* types other than regclass, regrole and regtype. The trigger
+-- checks it names an existing function and stores regprocedure's output with
+-- search_path = pg_catalog, pg_temp, so it is always the schema-qualified
+-- canonical form (what p.oid::regprocedure::text prints).
 CREATE TABLE idemgate.bundle_members (
     bundle   text NOT NULL CHECK (bundle IN ('client', 'approver', 'operator', 'reader')),
-    fn       regprocedure,
+    fn       text,
     rel      regclass,
     CHECK ((fn IS NULL) <> (rel IS NULL))
 );
 COMMENT ON TABLE idemgate.bundle_members IS 'What each privilege bundle may execute or read; used by grant_role and revoke_role';
+CREATE FUNCTION idemgate.bundle_members_canonical() RETURNS trigger
+LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_bundle_members_canonical';
+COMMENT ON FUNCTION idemgate.bundle_members_canonical() IS
+'Trigger: bundle_members.fn must name an existing function and is stored as its schema-qualified regprocedure text';
+CREATE TRIGGER bundle_members_canonical BEFORE INSERT OR UPDATE OF fn ON idemgate.bundle_members
+FOR EACH ROW EXECUTE FUNCTION idemgate.bundle_members_canonical();
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('operator', 'idemgate.bundle_members_canonical()');
 
 SELECT pg_catalog.pg_extension_config_dump('idemgate.runs', '');
 SELECT pg_catalog.pg_extension_config_dump('idemgate.events', '');

@@ -25,7 +25,7 @@ WHERE p.pronamespace = 'idemgate'::regnamespace AND p.prosecdef
   AND NOT coalesce(p.proconfig @> '{"search_path=pg_catalog, pg_temp"}', false);
 SELECT p.oid::regprocedure AS not_in_operator FROM pg_proc p
 WHERE p.pronamespace = 'idemgate'::regnamespace
-  AND NOT EXISTS (SELECT 1 FROM idemgate.bundle_members b WHERE b.bundle = 'operator' AND b.fn = p.oid);
+  AND NOT EXISTS (SELECT 1 FROM idemgate.bundle_members b WHERE b.bundle = 'operator' AND b.fn::regprocedure = p.oid);
 -- No bundle may read the approvals table itself (token hashes).
 SELECT count(*) AS bundles_reading_approvals FROM idemgate.bundle_members WHERE rel = 'idemgate.approvals'::regclass;
 -- This feature's functions are in the bundles SPEC §11 names.

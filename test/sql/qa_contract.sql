@@ -50,6 +50,30 @@ FROM idemgate.control;
 SELECT idemgate.actions_enabled() AS enabled_after_restore;
 SELECT idemgate.set_actions_enabled(enabled => true, actor => 'qa', reason => 'qa_contract');
 
+-- pg_upgrade refuses user columns of reg* types other than regclass, regrole
+-- and regtype (the oids they store change), so no idemgate table has one.
+SELECT c.relname, a.attname, t.typname AS blocks_pg_upgrade
+FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_type t ON t.oid = a.atttypid
+WHERE c.relnamespace = 'idemgate'::regnamespace AND c.relkind IN ('r', 'p', 'm')
+  AND ltrim(t.typname, '_') LIKE 'reg%' AND ltrim(t.typname, '_') NOT IN ('regclass', 'regrole', 'regtype')
+ORDER BY 1, 2;
+-- bundle_members.fn is therefore text: always the qualified regprocedure
+-- output, and only of an existing function. Names are resolved with
+-- search_path = pg_catalog, pg_temp whatever the inserter's search_path, so
+-- an unqualified name is unknown (42883).
+SELECT count(*) FILTER (WHERE fn <> fn::regprocedure::text) AS not_canonical,
+       count(*) FILTER (WHERE fn NOT LIKE 'idemgate.%') AS not_qualified
+FROM idemgate.bundle_members WHERE fn IS NOT NULL;
+BEGIN;
+SET LOCAL search_path = idemgate, public;
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES ('reader', 'IDEMGATE.Metrics( timestamptz )') RETURNING fn;
+ROLLBACK;
+SET search_path = idemgate, public;
+SELECT pg_temp.code_of($$INSERT INTO idemgate.bundle_members (bundle, fn) VALUES ('reader', 'metrics(timestamptz)')$$) AS unqualified,
+       pg_temp.code_of($$INSERT INTO idemgate.bundle_members (bundle, fn) VALUES ('reader', 'idemgate.no_such_function()')$$) AS unknown_function;
+RESET search_path;
+
 -- §1 claim: new, duplicate (lease_owner NULL), IG001 on another payload.
 SELECT outcome, idempotency_key, state, lease_owner IS NOT NULL AS has_owner, version, result
 FROM idemgate.claim(key => 'qa_contract-c1', payload => '{"a": 1}', lease => '1 minute', workflow => 'qa');

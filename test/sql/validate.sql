@@ -280,7 +280,7 @@ CREATE ROLE validate_client;
 CREATE ROLE validate_nobody;
 SELECT idemgate.grant_role('validate_client', 'client');
 SELECT b.bundle FROM idemgate.bundle_members b
- WHERE b.fn = 'idemgate.validate(jsonb,jsonb)'::regprocedure ORDER BY 1;
+ WHERE b.fn::regprocedure = 'idemgate.validate(jsonb,jsonb)'::regprocedure ORDER BY 1;
 SET ROLE validate_client;
 SELECT * FROM idemgate.validate('{"id": 1}', '{"required": ["id"]}');
 RESET ROLE;
