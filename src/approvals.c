@@ -356,8 +356,7 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 		values[2] = PointerGetDatum(Sha256Bytea(token, strlen(token)));
 		values[3] = PointerGetDatum(audience);
 		nulls[3] = audience ? ' ' : 'n';
-		values[4] = requested_by ? CStringGetTextDatum(requested_by) : (Datum) 0;
-		nulls[4] = requested_by ? ' ' : 'n';
+		SetTextParam(values, nulls, 4, requested_by);
 		values[5] = IntervalPGetDatum(expires_in);
 		values[6] = JsonbPGetDatum(card);
 		nulls[6] = card ? ' ' : 'n';

@@ -361,8 +361,7 @@ idemgate_resolve_effect(PG_FUNCTION_ARGS)
 	if (delivered)
 	{
 		new_state = "completed";
-		values[1] = provider_id ? CStringGetTextDatum(provider_id) : (Datum) 0;
-		nulls[1] = provider_id ? ' ' : 'n';
+		SetTextParam(values, nulls, 1, provider_id);
 		if (ExecSaved(&resolve_completed_stmt, values, nulls, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not complete effect");
 	}

@@ -821,9 +821,13 @@ ExtensionInstalled(void)
 	return OidIsValid(get_extension_oid("idemgate", true));
 }
 
-/* RecordOneOutcome records one outcome in its own transaction; false on error. */
+/*
+ * RunInTransaction runs work(arg) in a transaction of its own with SPI
+ * connected. An error is logged and rolled back, and false is returned, so
+ * the worker loop always goes on.
+ */
 static bool
-RecordOneOutcome(Claimed *it, MemoryContext loop_cxt)
+RunInTransaction(void (*work) (void *arg), void *arg, MemoryContext loop_cxt)
 {
 	volatile bool ok = false;
 
@@ -833,7 +837,7 @@ RecordOneOutcome(Claimed *it, MemoryContext loop_cxt)
 		StartTransactionCommand();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		ConnectSPI();
-		RecordOutcome(it);
+		work(arg);
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -849,6 +853,20 @@ RecordOneOutcome(Claimed *it, MemoryContext loop_cxt)
 	PG_END_TRY();
 	MemoryContextSwitchTo(loop_cxt);
 	return ok;
+}
+
+/* RecordOutcomeWork records one outcome (a RunInTransaction work). */
+static void
+RecordOutcomeWork(void *arg)
+{
+	RecordOutcome((Claimed *) arg);
+}
+
+/* RecordOneOutcome records one outcome in its own transaction; false on error. */
+static bool
+RecordOneOutcome(Claimed *it, MemoryContext loop_cxt)
+{
+	return RunInTransaction(RecordOutcomeWork, it, loop_cxt);
 }
 
 /*
@@ -883,6 +901,34 @@ RecordAlone(MemoryContext loop_cxt)
 	}
 }
 
+/* What one round asks for and got (RoundWork's argument). */
+typedef struct RoundRequest
+{
+	int			limit;
+	int			claimed;
+} RoundRequest;
+
+/* RoundWork is DoRound's transaction (a RunInTransaction work). */
+static void
+RoundWork(void *arg)
+{
+	RoundRequest *round = (RoundRequest *) arg;
+
+	if (ExtensionInstalled())
+	{
+		if (!solo_recording)	/* else recorded afterwards, one by one */
+			RecordQueued();
+		SettleExpiredLeases(NULL);
+		if (round->limit > 0 && ActionsEnabled())
+		{
+			ClaimEffects(round->limit);
+			round->claimed = n_started;
+		}
+	}
+	else if (n_to_record > 0)
+		elog(WARNING, "idemgate dispatcher: extension dropped with effects in flight");
+}
+
 /*
  * DoRound runs one transaction: record the finished outcomes, settle
  * expired leases, and claim up to limit effects when the kill switch is on.
@@ -891,45 +937,11 @@ RecordAlone(MemoryContext loop_cxt)
 static int
 DoRound(int limit, MemoryContext loop_cxt)
 {
-	volatile int claimed = 0;
-	volatile bool failed = false;
+	RoundRequest round = {limit, 0};
+	bool		failed;
 
 	pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: recording and claiming");
-	PG_TRY();
-	{
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		ConnectSPI();
-		if (ExtensionInstalled())
-		{
-			if (solo_recording)
-				;				/* recorded below, one by one */
-			else
-				RecordQueued();
-			SettleExpiredLeases(NULL);
-			if (limit > 0 && ActionsEnabled())
-			{
-				ClaimEffects(limit);
-				claimed = n_started;
-			}
-		}
-		else if (n_to_record > 0)
-			elog(WARNING, "idemgate dispatcher: extension dropped with effects in flight");
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(loop_cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		failed = true;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(loop_cxt);
+	failed = !RunInTransaction(RoundWork, &round, loop_cxt);
 
 	if (failed)
 	{
@@ -956,7 +968,14 @@ DoRound(int limit, MemoryContext loop_cxt)
 	solo_recording = false;
 	pg_atomic_fetch_add_u64(&my_shared->rounds, 1);
 	pg_atomic_write_u64(&my_shared->last_round_at, (uint64) GetCurrentTimestamp());
-	return claimed;
+	return round.claimed;
+}
+
+/* ReadActionsEnabled reads the kill switch (a RunInTransaction work). */
+static void
+ReadActionsEnabled(void *arg)
+{
+	*(bool *) arg = ExtensionInstalled() && ActionsEnabled();
 }
 
 /*
@@ -967,32 +986,14 @@ DoRound(int limit, MemoryContext loop_cxt)
 static void
 SendStarted(MemoryContext loop_cxt)
 {
-	volatile bool enabled = false;
+	bool		enabled = false;
 
 	if (n_started == 0)
 		return;
 
-	PG_TRY();
-	{
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		ConnectSPI();
-		enabled = ExtensionInstalled() && ActionsEnabled();
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(loop_cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
+	/* An error reading the switch counts as off: nothing is sent. */
+	if (!RunInTransaction(ReadActionsEnabled, &enabled, loop_cxt))
 		enabled = false;
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(loop_cxt);
 
 	for (int i = 0; i < n_started; i++)
 	{
@@ -1034,6 +1035,35 @@ CollectFinished(long timeout_ms)
 
 /* ------------------------------------------------------ housekeeping */
 
+/* A housekeeping call (HousekeepingWork's argument). */
+typedef struct HousekeepingCall
+{
+	const char *signature;
+	SavedStatement *stmt;
+	double		arg;
+} HousekeepingCall;
+
+/* HousekeepingWork runs the call if its function exists (a RunInTransaction work). */
+static void
+HousekeepingWork(void *arg)
+{
+	HousekeepingCall *call = (HousekeepingCall *) arg;
+	Datum		name;
+	bool		isnull;
+
+	if (!ExtensionInstalled())
+		return;
+	name = CStringGetTextDatum(call->signature);
+	ExecSaved(&function_exists_stmt, &name, NULL, true, 1);
+	if (SPI_processed == 1 && DatumGetBool(GetResultDatum(0, 1, &isnull)) && !isnull)
+	{
+		Datum		a = Float8GetDatum(call->arg);
+
+		pgstat_report_activity(STATE_RUNNING, call->stmt->sql);
+		ExecSaved(call->stmt, call->stmt->nargs > 0 ? &a : NULL, NULL, false, 0);
+	}
+}
+
 /*
  * RunIfExists calls a housekeeping function in its own transaction when it
  * exists; an error is logged and the loop goes on.
@@ -1042,45 +1072,14 @@ static void
 RunIfExists(const char *signature, SavedStatement *stmt, double arg,
 			MemoryContext loop_cxt)
 {
-	PG_TRY();
-	{
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		ConnectSPI();
-		if (ExtensionInstalled())
-		{
-			Datum		name = CStringGetTextDatum(signature);
-			bool		isnull;
+	HousekeepingCall call = {signature, stmt, arg};
 
-			ExecSaved(&function_exists_stmt, &name, NULL, true, 1);
-			if (SPI_processed == 1 && DatumGetBool(GetResultDatum(0, 1, &isnull)) && !isnull)
-			{
-				Datum		a = Float8GetDatum(arg);
-
-				pgstat_report_activity(STATE_RUNNING, stmt->sql);
-				ExecSaved(stmt, stmt->nargs > 0 ? &a : NULL, NULL, false, 0);
-			}
-		}
-		SPI_finish();
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
+	/* A saved plan that failed (e.g. function dropped) is prepared afresh. */
+	if (!RunInTransaction(HousekeepingWork, &call, loop_cxt) && stmt->plan != NULL)
 	{
-		MemoryContextSwitchTo(loop_cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		/* A saved plan that failed (e.g. function dropped) is prepared afresh. */
-		if (stmt->plan != NULL)
-		{
-			SPI_freeplan(stmt->plan);
-			stmt->plan = NULL;
-		}
+		SPI_freeplan(stmt->plan);
+		stmt->plan = NULL;
 	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(loop_cxt);
 }
 
 /* ------------------------------------------------------- dispatcher */

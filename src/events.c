@@ -107,8 +107,7 @@ RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 	values[1] = UUIDPGetDatum(effect_id);
 	nulls[1] = effect_id ? ' ' : 'n';
 	values[2] = CStringGetTextDatum(kind);
-	values[3] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
-	nulls[3] = actor ? ' ' : 'n';
+	SetTextParam(values, nulls, 3, actor);
 	values[4] = JsonbPGetDatum(details);
 	nulls[4] = details ? ' ' : 'n';
 
@@ -135,14 +134,11 @@ RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
 	values[1] = PointerGetDatum(key);
 	values[2] = UUIDPGetDatum(effect_id);
 	nulls[2] = effect_id ? ' ' : 'n';
-	values[3] = effect_type ? CStringGetTextDatum(effect_type) : (Datum) 0;
-	nulls[3] = effect_type ? ' ' : 'n';
+	SetTextParam(values, nulls, 3, effect_type);
 	values[4] = JsonbPGetDatum(payload);
 	nulls[4] = payload ? ' ' : 'n';
-	values[5] = error_class ? CStringGetTextDatum(error_class) : (Datum) 0;
-	nulls[5] = error_class ? ' ' : 'n';
-	values[6] = error ? CStringGetTextDatum(error) : (Datum) 0;
-	nulls[6] = error ? ' ' : 'n';
+	SetTextParam(values, nulls, 5, error_class);
+	SetTextParam(values, nulls, 6, error);
 	values[7] = Int32GetDatum(attempts);
 
 	if (ExecSaved(&insert_dead_letter, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||

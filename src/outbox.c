@@ -232,8 +232,7 @@ CompleteEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 
 	values[0] = UUIDPGetDatum(effect_id);
 	values[1] = UUIDPGetDatum(owner);
-	values[2] = provider_id ? CStringGetTextDatum(provider_id) : (Datum) 0;
-	nulls[2] = provider_id ? ' ' : 'n';
+	SetTextParam(values, nulls, 2, provider_id);
 	values[3] = Int32GetDatum(http_status);
 	nulls[3] = http_status > 0 ? ' ' : 'n';
 	if (ExecSaved(&complete_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
@@ -314,8 +313,7 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 	nulls[2] = delay >= 0 ? ' ' : 'n';
 	values[3] = Int32GetDatum(http_status);
 	nulls[3] = http_status > 0 ? ' ' : 'n';
-	values[4] = clipped ? CStringGetTextDatum(clipped) : (Datum) 0;
-	nulls[4] = clipped ? ' ' : 'n';
+	SetTextParam(values, nulls, 4, clipped);
 	if (ExecSaved(&fail_update_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not record effect failure");
@@ -381,8 +379,7 @@ SettleExpiredLeases(const char *effect_type)
 	pg_uuid_t  *owners;
 	int			settled = 0;
 
-	values[0] = effect_type ? CStringGetTextDatum(effect_type) : (Datum) 0;
-	nulls[0] = effect_type ? ' ' : 'n';
+	SetTextParam(values, nulls, 0, effect_type);
 	if (ExecSaved(&expired_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not find expired effect leases");
 	n = SPI_processed;

@@ -10,6 +10,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "utils/builtins.h"
 
 #include "spi_util.h"
 
@@ -56,4 +57,12 @@ Datum
 GetResultDatum(int row, int col, bool *isnull)
 {
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+/* SetTextParam sets parameter i to the text s, or to NULL when s is NULL. */
+void
+SetTextParam(Datum *values, char *nulls, int i, const char *s)
+{
+	values[i] = s ? CStringGetTextDatum(s) : (Datum) 0;
+	nulls[i] = s ? ' ' : 'n';
 }

@@ -24,5 +24,6 @@ extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 					  bool read_only, long count);
 extern Datum GetResultDatum(int row, int col, bool *isnull);
 extern void ConnectSPI(void);
+extern void SetTextParam(Datum *values, char *nulls, int i, const char *s);
 
 #endif
