@@ -5,13 +5,19 @@ MODULE_big = idemgate
 # One concern per file: every src/*.c is part of the library.
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 
-# The install script is assembled from sql/parts/ in name order, so each
-# feature keeps its SQL next to the others without editing one big file.
-SQL_PARTS = $(sort $(wildcard sql/parts/*.sql))
-DATA_built = sql/idemgate--1.0.sql
-DATA = $(filter-out $(DATA_built),$(wildcard sql/idemgate--*.sql))
+# The version is written once, in idemgate.control (default_version).
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTENSION).control)
 
-PG_CPPFLAGS = -I$(srcdir)/src -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Wno-cast-function-type
+# Released scripts sit at the root and are frozen (idemgate--1.0.sql, ...).
+# The update to the version in development is assembled from
+# sql/<from>--$(EXTVERSION)/ in name order, so each feature keeps its
+# change in a file of its own; at the next release it is frozen at the root.
+UPDATE_DIR = $(firstword $(wildcard sql/*--$(EXTVERSION)))
+UPDATE_PARTS = $(sort $(wildcard $(UPDATE_DIR)/*.sql))
+DATA_built = $(EXTENSION)--$(notdir $(UPDATE_DIR)).sql
+DATA = $(filter-out $(DATA_built),$(wildcard $(EXTENSION)--*.sql))
+
+PG_CPPFLAGS = -I$(srcdir)/src -DIDEMGATE_VERSION=\"$(EXTVERSION)\" -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Wno-cast-function-type
 SHLIB_LINK = -lcrypto -lcurl
 
 # Tests: pg_regress files in test/sql, isolation specs in test/specs, TAP in
@@ -23,15 +29,15 @@ ISOLATION = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test --temp-instance=tmp_check_isolation --temp-config=$(TEST_CONF)
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
-EXTRA_CLEAN = sql/idemgate--1.0.sql tmp_check_regress tmp_check_isolation output_iso results regression.diffs regression.out
+EXTRA_CLEAN = $(DATA_built) tmp_check_regress tmp_check_isolation output_iso results regression.diffs regression.out
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # Rebuilt every time: a deleted or renamed part must not survive in it.
-sql/idemgate--1.0.sql: $(SQL_PARTS) FORCE
-	cat $(SQL_PARTS) > $@
+$(DATA_built): $(UPDATE_PARTS) FORCE
+	cat $(UPDATE_PARTS) > $@
 FORCE:
 
 # Convenience targets used by scripts/test.sh.

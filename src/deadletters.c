@@ -40,7 +40,7 @@
 #include "outbox.h"
 #include "runs.h"
 #include "spi_util.h"
-#include "wakeup.h"
+#include "dispatcher_shmem.h"
 
 PG_FUNCTION_INFO_V1(idemgate_reinject);
 PG_FUNCTION_INFO_V1(idemgate_reinject_all);

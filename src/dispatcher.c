@@ -1,16 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * src/dispatcher.c
- *	  The launcher and the dispatcher background workers: claim due effects,
+ *	  The dispatcher background worker: claim due effects,
  *	  POST them to their registered endpoints, record each outcome.
  *
  * Design note.
  *
- * Processes. With the library preloaded, _PG_init registers one launcher
- * (BgWorkerStart_RecoveryFinished, restarted after 1 s). The launcher is
- * connected to no database; it reads pg_database (a shared catalog) every
- * poll interval until idemgate.database exists, then starts
- * idemgate.dispatchers dynamic workers in it and restarts any that exit.
+ * Processes. The launcher (src/launcher.c) starts idemgate.dispatchers
+ * dynamic workers in idemgate.database and restarts any that exit. The
+ * provider id is read from a response by src/response.c, and
+ * dispatcher_status() reads the shared slots (src/dispatcher_status.c).
  * A dispatcher whose database has no idemgate extension yet stays idle.
  *
  * States of an effect as the dispatcher sees them:
@@ -48,7 +47,7 @@
  * hold up the others); an outcome that still cannot be recorded is left
  * to lease expiry.
  *
- * Waking. WakeDispatcherAtCommit (src/wakeup.c) sets our latch when a
+ * Waking. WakeDispatcherAtCommit (src/dispatcher_shmem.c) sets our latch when a
  * transaction that enqueued effects commits; polling every
  * idemgate.poll_interval is only the fallback (for retries whose backoff
  * has elapsed). A claim that filled its batch loops again at once.
@@ -102,10 +101,10 @@
 #include "http.h"
 #include "killswitch.h"
 #include "outbox.h"
+#include "response.h"
 #include "spi_util.h"
-#include "wakeup.h"
-
-PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
+#include "dispatcher_shmem.h"
+#include "worker.h"
 
 /* Lease = endpoint timeout + this, to cover recording the outcome. */
 #define LEASE_MARGIN_SECS	10
@@ -115,20 +114,13 @@ PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
 #define RECORD_DELAY_MS		20
 /* On SIGTERM, how long requests in flight may still finish. */
 #define SHUTDOWN_GRACE_MS	3000
-/* Launcher: least time between two starts of one dispatcher slot. */
-#define RESTART_THROTTLE_MS 1000
 #define HOUSEKEEPING_MS		1000
 #define PURGE_INTERVAL_MS	(3600 * 1000)
 /* Upper bound of idemgate.max_in_flight. */
 #define IDEMGATE_MAX_INFLIGHT_CAP 1024
-/* Longest provider id kept. */
-#define MAX_PROVIDER_ID		1000
-#define MAX_PROVIDER_JSON_DEPTH 100
 
 /* Interface of SettleExpiredLeases (src/outbox.c). */
 extern int	SettleExpiredLeases(const char *effect_type_or_null);
-
-static volatile sig_atomic_t got_sigterm = false;
 
 /* A batch of claimed effects; its memory goes when its last effect is recorded. */
 typedef struct ClaimBatch
@@ -228,6 +220,12 @@ static SavedStatement release_stmt = {
 	2, {UUIDOID, UUIDOID}
 };
 
+static SavedStatement extversion_stmt = {
+	"SELECT extversion FROM pg_catalog.pg_extension"
+	" WHERE extname OPERATOR(pg_catalog.=) 'idemgate'",
+	0, {0}
+};
+
 static SavedStatement function_exists_stmt = {
 	"SELECT pg_catalog.to_regprocedure($1) IS NOT NULL",
 	1, {TEXTOID}
@@ -245,322 +243,6 @@ static SavedStatement purge_stmt = {
 	"SELECT idemgate.purge(pg_catalog.make_interval(secs => $1))",
 	1, {FLOAT8OID}
 };
-
-/* ------------------------------------------------------------ signals */
-
-/* IdemgateSigterm asks the worker to finish its loop. */
-static void
-IdemgateSigterm(SIGNAL_ARGS)
-{
-	int			save_errno = errno;
-
-	got_sigterm = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
-}
-
-/* ReloadConfigIfPending applies a SIGHUP. */
-static void
-ReloadConfigIfPending(void)
-{
-	if (ConfigReloadPending)
-	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
-	}
-}
-
-/* ----------------------------------------------------------- launcher */
-
-/* RegisterIdemgateLauncher registers the launcher; from _PG_init only. */
-void
-RegisterIdemgateLauncher(void)
-{
-	BackgroundWorker bgw;
-
-	if (IdemgateDispatchers <= 0)
-		return;
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 1;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "idemgate");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "IdemgateLauncherMain");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "idemgate launcher");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "idemgate launcher");
-	bgw.bgw_main_arg = (Datum) 0;
-	bgw.bgw_notify_pid = 0;
-	RegisterBackgroundWorker(&bgw);
-}
-
-/*
- * DatabaseOidByName finds a database by scanning pg_database, as the
- * autovacuum launcher does: a process connected to no database can read
- * shared catalogs only by heap scan. InvalidOid when there is none.
- */
-static Oid
-DatabaseOidByName(const char *name)
-{
-	Relation	rel;
-	TableScanDesc scan;
-	HeapTuple	tup;
-	Oid			result = InvalidOid;
-
-	rel = table_open(DatabaseRelationId, AccessShareLock);
-	scan = table_beginscan_catalog(rel, 0, NULL);
-	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
-
-		if (strcmp(NameStr(db->datname), name) == 0 && db->datconnlimit != DATCONNLIMIT_INVALID_DB)
-		{
-			result = db->oid;
-			break;
-		}
-	}
-	table_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
-}
-
-/* SlotTakenByLiveProcess tells whether a live dispatcher holds slot. */
-static bool
-SlotTakenByLiveProcess(int slot)
-{
-	int			pid = IdemgateShmem ? IdemgateShmem->slots[slot].pid : 0;
-
-	return pid != 0 && pid != MyProcPid && kill(pid, 0) == 0;
-}
-
-/* StartDispatcher starts dispatcher slot in database dboid. */
-static BackgroundWorkerHandle *
-StartDispatcher(int slot, Oid dboid)
-{
-	BackgroundWorker bgw;
-	BackgroundWorkerHandle *handle = NULL;
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "idemgate");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "IdemgateDispatcherMain");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "idemgate dispatcher %d", slot);
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "idemgate dispatcher");
-	bgw.bgw_main_arg = Int32GetDatum(slot);
-	memcpy(bgw.bgw_extra, &dboid, sizeof(Oid));
-	bgw.bgw_notify_pid = MyProcPid;
-	if (!RegisterDynamicBackgroundWorker(&bgw, &handle))
-	{
-		ereport(WARNING,
-				(errmsg("idemgate: could not start dispatcher %d", slot),
-				 errhint("Raise max_worker_processes.")));
-		handle = NULL;
-	}
-	MemoryContextSwitchTo(old);
-	return handle;
-}
-
-/*
- * IdemgateLauncherMain waits for idemgate.database to exist, then keeps
- * idemgate.dispatchers dispatchers running in it.
- */
-void
-IdemgateLauncherMain(Datum main_arg)
-{
-	BackgroundWorkerHandle *handles[IDEMGATE_MAX_DISPATCHERS] = {0};
-	TimestampTz last_start[IDEMGATE_MAX_DISPATCHERS] = {0};
-	MemoryContext loop_cxt;
-	bool		said_waiting = false;
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, IdemgateSigterm);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-	pgstat_report_appname("idemgate launcher");
-	if (IdemgateShmem != NULL)
-		IdemgateShmem->launcher_pid = MyProcPid;
-
-	loop_cxt = AllocSetContextCreate(TopMemoryContext, "idemgate launcher loop",
-									 ALLOCSET_DEFAULT_SIZES);
-
-	while (!got_sigterm)
-	{
-		Oid			dboid = InvalidOid;
-		int			n = Min(IdemgateDispatchers, IDEMGATE_MAX_DISPATCHERS);
-
-		CHECK_FOR_INTERRUPTS();
-		ReloadConfigIfPending();
-		MemoryContextReset(loop_cxt);
-		MemoryContextSwitchTo(loop_cxt);
-
-		pgstat_report_activity(STATE_RUNNING, "checking idemgate.database");
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		dboid = DatabaseOidByName(IdemgateDatabase);
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		MemoryContextSwitchTo(loop_cxt);
-
-		if (!OidIsValid(dboid))
-		{
-			if (!said_waiting)
-				ereport(LOG,
-						(errmsg("idemgate launcher: waiting for database \"%s\" to exist",
-								IdemgateDatabase),
-						 errhint("Create it, or set idemgate.database.")));
-			said_waiting = true;
-		}
-		else
-		{
-			TimestampTz now = GetCurrentTimestamp();
-
-			said_waiting = false;
-			for (int i = 0; i < n; i++)
-			{
-				pid_t		pid;
-
-				if (handles[i] != NULL &&
-					GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
-					continue;
-				if (handles[i] != NULL)
-				{
-					pfree(handles[i]);
-					handles[i] = NULL;
-				}
-				/* A dispatcher left by an earlier launcher still runs: keep it. */
-				if (SlotTakenByLiveProcess(i))
-					continue;
-				if (last_start[i] != 0 &&
-					!TimestampDifferenceExceeds(last_start[i], now, RESTART_THROTTLE_MS))
-					continue;
-				last_start[i] = now;
-				handles[i] = StartDispatcher(i, dboid);
-			}
-		}
-
-		pgstat_report_activity(STATE_IDLE, NULL);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Min(IdemgatePollIntervalMs, RESTART_THROTTLE_MS),
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
-
-	/* Our dispatchers go with us; the next launcher starts fresh ones. */
-	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
-		if (handles[i] != NULL)
-			TerminateBackgroundWorker(handles[i]);
-	proc_exit(0);
-}
-
-/* ------------------------------------------------- provider id (JSON) */
-
-typedef struct ProviderIdParse
-{
-	JsonLexContext *lex;
-	const char *field;
-	bool		in_field;
-	char	   *value;
-} ProviderIdParse;
-
-/* ProviderIdField notes when a top-level field has the wanted name. */
-static void
-ProviderIdField(void *state, char *fname, bool isnull)
-{
-	ProviderIdParse *p = (ProviderIdParse *) state;
-
-	p->in_field = (p->lex->lex_level == 1 && p->value == NULL &&
-				   fname != NULL && strcmp(fname, p->field) == 0);
-}
-
-/* ProviderIdScalar keeps the wanted field's value when it is a string or number. */
-static void
-ProviderIdScalar(void *state, char *token, JsonTokenType tokentype)
-{
-	ProviderIdParse *p = (ProviderIdParse *) state;
-
-	if (p->in_field && p->lex->lex_level == 1 &&
-		(tokentype == JSON_TOKEN_STRING || tokentype == JSON_TOKEN_NUMBER))
-		p->value = token;
-	p->in_field = false;
-}
-
-/* ProviderIdArray forgets the field when its value is not a scalar. */
-static void
-ProviderIdNonScalar(void *state)
-{
-	((ProviderIdParse *) state)->in_field = false;
-}
-
-/*
- * JsonTooDeep tells whether a body nests arrays or objects more than
- * MAX_PROVIDER_JSON_DEPTH levels: pg_parse_json recurses per level and
- * raises "stack depth limit exceeded" on a hostile body, which would lose
- * the outcome of a delivered effect.
- */
-static bool
-JsonTooDeep(const char *body, size_t len)
-{
-	int			depth = 0;
-	bool		in_string = false;
-
-	for (size_t i = 0; i < len; i++)
-	{
-		char		c = body[i];
-
-		if (in_string)
-		{
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_string = false;
-		}
-		else if (c == '"')
-			in_string = true;
-		else if (c == '[' || c == '{')
-		{
-			if (++depth > MAX_PROVIDER_JSON_DEPTH)
-				return true;
-		}
-		else if (c == ']' || c == '}')
-			depth--;
-	}
-	return false;
-}
-
-/*
- * ProviderIdFrom extracts the top-level field of a JSON response body as
- * text, or NULL when the body is not JSON, lacks the field, or the value is
- * not a string or number. Never raises.
- */
-static char *
-ProviderIdFrom(const char *body, size_t len, const char *field)
-{
-	ProviderIdParse p;
-	JsonSemAction sem;
-
-	if (body == NULL || len == 0 || field == NULL || len >= HTTP_MAX_BODY_KEPT)
-		return NULL;
-	if (!pg_verifymbstr(body, (int) len, true) || JsonTooDeep(body, len))
-		return NULL;
-	memset(&p, 0, sizeof(p));
-	memset(&sem, 0, sizeof(sem));
-	p.lex = makeJsonLexContextCstringLen(unconstify(char *, body), (int) len,
-										 GetDatabaseEncoding(), true);
-	p.field = field;
-	sem.semstate = &p;
-	sem.object_field_start = ProviderIdField;
-	sem.scalar = ProviderIdScalar;
-	sem.object_start = ProviderIdNonScalar;
-	sem.array_start = ProviderIdNonScalar;
-	if (pg_parse_json(p.lex, &sem) != JSON_SUCCESS)
-		return NULL;
-	if (p.value != NULL && (strlen(p.value) == 0 || strlen(p.value) > MAX_PROVIDER_ID))
-		return NULL;
-	return p.value;
-}
 
 /* ----------------------------------------------------- outcomes */
 
@@ -822,6 +504,43 @@ ExtensionInstalled(void)
 }
 
 /*
+ * SchemaMatchesLibrary tells whether the installed extension is the version
+ * this library was built for. Between installing a new library and
+ * ALTER EXTENSION idemgate UPDATE the schema is older than the code: the
+ * dispatcher then claims nothing (outcomes already in flight are still
+ * recorded) and says once what to run.
+ */
+static bool
+SchemaMatchesLibrary(void)
+{
+	static bool said_mismatch = false;
+	bool		isnull = true;
+	char	   *installed = "";
+
+	ExecSaved(&extversion_stmt, NULL, NULL, true, 1);
+	if (SPI_processed == 1)
+	{
+		Datum		v = GetResultDatum(0, 1, &isnull);
+
+		if (!isnull)
+			installed = TextDatumGetCString(v);
+	}
+	if (strcmp(installed, IDEMGATE_VERSION) == 0)
+	{
+		said_mismatch = false;
+		return true;
+	}
+	if (!said_mismatch)
+		ereport(LOG,
+				(errmsg("idemgate dispatcher: extension version %s installed, library is %s; not claiming",
+						installed, IDEMGATE_VERSION),
+				 errhint("Run ALTER EXTENSION idemgate UPDATE in database \"%s\".",
+						 IdemgateDatabase)));
+	said_mismatch = true;
+	return false;
+}
+
+/*
  * RunInTransaction runs work(arg) in a transaction of its own with SPI
  * connected. An error is logged and rolled back, and false is returned, so
  * the worker loop always goes on.
@@ -919,7 +638,7 @@ RoundWork(void *arg)
 		if (!solo_recording)	/* else recorded afterwards, one by one */
 			RecordQueued();
 		SettleExpiredLeases(NULL);
-		if (round->limit > 0 && ActionsEnabled())
+		if (round->limit > 0 && SchemaMatchesLibrary() && ActionsEnabled())
 		{
 			ClaimEffects(round->limit);
 			round->claimed = n_started;
@@ -1284,42 +1003,3 @@ IdemgateDispatcherMain(Datum main_arg)
 	}
 }
 
-/* ----------------------------------------------------------- status */
-
-/*
- * idemgate_dispatcher_status implements dispatcher_status(): one row per
- * running dispatcher with its counters since it started.
- */
-Datum
-idemgate_dispatcher_status(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (IdemgateShmem == NULL)
-		return (Datum) 0;
-	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
-	{
-		DispatcherSlot *s = &IdemgateShmem->slots[i];
-		Datum		values[10];
-		bool		nulls[10] = {0};
-		int			pid = s->pid;
-		TimestampTz last = (TimestampTz) pg_atomic_read_u64(&s->last_round_at);
-
-		if (pid == 0)
-			continue;
-		values[0] = Int32GetDatum(i);
-		values[1] = Int32GetDatum(pid);
-		values[2] = TimestampTzGetDatum((TimestampTz) pg_atomic_read_u64(&s->started_at));
-		values[3] = Int32GetDatum((int32) pg_atomic_read_u32(&s->in_flight));
-		values[4] = Int64GetDatum((int64) pg_atomic_read_u64(&s->rounds));
-		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&s->claimed));
-		values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&s->completed));
-		values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&s->failed));
-		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&s->released));
-		values[9] = TimestampTzGetDatum(last);
-		nulls[9] = (last == 0);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
-}

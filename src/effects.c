@@ -36,7 +36,7 @@
 #include "idemgate.h"
 #include "runs.h"
 #include "spi_util.h"
-#include "wakeup.h"
+#include "dispatcher_shmem.h"
 
 PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 

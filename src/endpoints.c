@@ -31,7 +31,7 @@
 #include "events.h"
 #include "guc.h"
 #include "spi_util.h"
-#include "wakeup.h"
+#include "dispatcher_shmem.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
 

@@ -327,7 +327,7 @@ HttpStart(HttpRequest *req)
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, req->timeout_ms);
 	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, req->timeout_ms);
-	curl_easy_setopt(easy, CURLOPT_USERAGENT, "idemgate/1.0");
+	curl_easy_setopt(easy, CURLOPT_USERAGENT, "idemgate/" IDEMGATE_VERSION);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, WriteBody);
 	curl_easy_setopt(easy, CURLOPT_WRITEDATA, req);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, WriteHeader);

@@ -12,7 +12,7 @@
 
 #include "dispatcher.h"
 #include "guc.h"
-#include "wakeup.h"
+#include "dispatcher_shmem.h"
 
 PG_MODULE_MAGIC;
 

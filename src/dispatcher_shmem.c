@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * src/wakeup.c
+ * src/dispatcher_shmem.c
  *	  The dispatchers' shared memory, and waking them after commit.
  *
  * Design note. Shared memory holds one slot per dispatcher with the
@@ -9,7 +9,7 @@
  * shmem_request_hook + RequestAddinShmemSpace and set up in
  * shmem_startup_hook under AddinShmemInitLock, like pg_stat_statements.
  * There is no lock of our own: each slot is written only by its
- * dispatcher, and readers tolerate stale values (see wakeup.h).
+ * dispatcher, and readers tolerate stale values (see dispatcher_shmem.h).
  *
  * Waking: a transaction that makes effects due calls WakeDispatcherAtCommit,
  * which registers a transaction callback once per backend and raises a
@@ -30,7 +30,7 @@
 #include "storage/proc.h"
 #include "storage/shmem.h"
 
-#include "wakeup.h"
+#include "dispatcher_shmem.h"
 
 IdemgateShared *IdemgateShmem = NULL;
 
@@ -130,7 +130,7 @@ WakeAtCommitCallback(XactEvent event, void *arg)
 	}
 }
 
-/* WakeDispatcherAtCommit flags the current transaction (see wakeup.h). */
+/* WakeDispatcherAtCommit flags the current transaction (see dispatcher_shmem.h). */
 void
 WakeDispatcherAtCommit(void)
 {
@@ -142,4 +142,13 @@ WakeDispatcherAtCommit(void)
 		xact_callback_registered = true;
 	}
 	wake_at_commit = true;
+}
+
+/* SlotTakenByLiveProcess tells whether a live dispatcher holds slot. */
+bool
+SlotTakenByLiveProcess(int slot)
+{
+	int			pid = IdemgateShmem ? IdemgateShmem->slots[slot].pid : 0;
+
+	return pid != 0 && pid != MyProcPid && kill(pid, 0) == 0;
 }

@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * src/wakeup.h
+ * src/dispatcher_shmem.h
  *	  Shared memory of the dispatchers, and waking them when new effects
  *	  become due.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef IDEMGATE_WAKEUP_H
-#define IDEMGATE_WAKEUP_H
+#ifndef IDEMGATE_DISPATCHER_SHMEM_H
+#define IDEMGATE_DISPATCHER_SHMEM_H
 
 #include "postgres.h"
 #include "port/atomics.h"
@@ -56,5 +56,6 @@ extern void WakeDispatcherAtCommit(void);
 
 /* WakeDispatchers sets every dispatcher's latch now. */
 extern void WakeDispatchers(void);
+extern bool SlotTakenByLiveProcess(int slot);
 
 #endif

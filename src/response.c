@@ -1,0 +1,120 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/response.c
+ *	  Reading what a provider answered. Never raises: a hostile or broken
+ *	  body must not lose the outcome of a delivered effect.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
+
+#include "http.h"
+#include "response.h"
+
+typedef struct ProviderIdParse
+{
+	JsonLexContext *lex;
+	const char *field;
+	bool		in_field;
+	char	   *value;
+} ProviderIdParse;
+
+/* ProviderIdField notes when a top-level field has the wanted name. */
+static void
+ProviderIdField(void *state, char *fname, bool isnull)
+{
+	ProviderIdParse *p = (ProviderIdParse *) state;
+
+	p->in_field = (p->lex->lex_level == 1 && p->value == NULL &&
+				   fname != NULL && strcmp(fname, p->field) == 0);
+}
+
+/* ProviderIdScalar keeps the wanted field's value when it is a string or number. */
+static void
+ProviderIdScalar(void *state, char *token, JsonTokenType tokentype)
+{
+	ProviderIdParse *p = (ProviderIdParse *) state;
+
+	if (p->in_field && p->lex->lex_level == 1 &&
+		(tokentype == JSON_TOKEN_STRING || tokentype == JSON_TOKEN_NUMBER))
+		p->value = token;
+	p->in_field = false;
+}
+
+/* ProviderIdArray forgets the field when its value is not a scalar. */
+static void
+ProviderIdNonScalar(void *state)
+{
+	((ProviderIdParse *) state)->in_field = false;
+}
+
+/*
+ * JsonTooDeep tells whether a body nests arrays or objects more than
+ * MAX_PROVIDER_JSON_DEPTH levels: pg_parse_json recurses per level and
+ * raises "stack depth limit exceeded" on a hostile body, which would lose
+ * the outcome of a delivered effect.
+ */
+static bool
+JsonTooDeep(const char *body, size_t len)
+{
+	int			depth = 0;
+	bool		in_string = false;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		char		c = body[i];
+
+		if (in_string)
+		{
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+		}
+		else if (c == '"')
+			in_string = true;
+		else if (c == '[' || c == '{')
+		{
+			if (++depth > MAX_PROVIDER_JSON_DEPTH)
+				return true;
+		}
+		else if (c == ']' || c == '}')
+			depth--;
+	}
+	return false;
+}
+
+/*
+ * ProviderIdFrom extracts the top-level field of a JSON response body as
+ * text, or NULL when the body is not JSON, lacks the field, or the value is
+ * not a string or number. Never raises.
+ */
+char *
+ProviderIdFrom(const char *body, size_t len, const char *field)
+{
+	ProviderIdParse p;
+	JsonSemAction sem;
+
+	if (body == NULL || len == 0 || field == NULL || len >= HTTP_MAX_BODY_KEPT)
+		return NULL;
+	if (!pg_verifymbstr(body, (int) len, true) || JsonTooDeep(body, len))
+		return NULL;
+	memset(&p, 0, sizeof(p));
+	memset(&sem, 0, sizeof(sem));
+	p.lex = makeJsonLexContextCstringLen(unconstify(char *, body), (int) len,
+										 GetDatabaseEncoding(), true);
+	p.field = field;
+	sem.semstate = &p;
+	sem.object_field_start = ProviderIdField;
+	sem.scalar = ProviderIdScalar;
+	sem.object_start = ProviderIdNonScalar;
+	sem.array_start = ProviderIdNonScalar;
+	if (pg_parse_json(p.lex, &sem) != JSON_SUCCESS)
+		return NULL;
+	if (p.value != NULL && (strlen(p.value) == 0 || strlen(p.value) > MAX_PROVIDER_ID))
+		return NULL;
+	return p.value;
+}
