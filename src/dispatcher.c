@@ -115,9 +115,9 @@
 /* On SIGTERM, how long requests in flight may still finish. */
 #define SHUTDOWN_GRACE_MS	3000
 #define HOUSEKEEPING_MS		1000
-#define PURGE_INTERVAL_MS	(3600 * 1000)
-/* Upper bound of idemgate.max_in_flight. */
-#define IDEMGATE_MAX_INFLIGHT_CAP 1024
+#define PURGE_INTERVAL_MS	(SECS_PER_HOUR * 1000)
+/* The first purge waits this long after start, so a restart loop does not purge. */
+#define FIRST_PURGE_DELAY_MS	(SECS_PER_MINUTE * 1000)
 
 /* Interface of SettleExpiredLeases (src/outbox.c). */
 extern int	SettleExpiredLeases(const char *effect_type_or_null);
@@ -432,7 +432,7 @@ ClaimEffects(int limit)
 		it->attempt = DatumGetInt32(GetResultDatum(i, 2, &isnull));
 		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
 		timeout_ms = DatumGetInt64(GetResultDatum(i, 4, &isnull));
-		it->req.timeout_ms = (long) Max(Min(timeout_ms, INT64CONST(24) * 3600 * 1000), 1);
+		it->req.timeout_ms = (long) Max(Min(timeout_ms, (int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
 		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
 		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 6, &isnull)));
 
@@ -884,7 +884,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	pg_atomic_write_u64(&my_shared->started_at, (uint64) GetCurrentTimestamp());
 	on_shmem_exit(ClearSlot, (Datum) 0);
 
-	done_buf_len = IDEMGATE_MAX_INFLIGHT_CAP;
+	done_buf_len = IDEMGATE_MAX_IN_FLIGHT;
 	done_buf = MemoryContextAlloc(TopMemoryContext, sizeof(HttpRequest *) * done_buf_len);
 	started = MemoryContextAlloc(TopMemoryContext, sizeof(Claimed *) * done_buf_len);
 	HttpInit();
@@ -912,7 +912,7 @@ IdemgateDispatcherMain(Datum main_arg)
 
 		CollectFinished(0);
 		in_flight = HttpInFlight();
-		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_INFLIGHT_CAP) - in_flight;
+		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) - in_flight;
 		batch = Min(IdemgateBatchSize, capacity);
 		refill = Max(1, Min(IdemgateBatchSize, IdemgateMaxInFlight) / 2);
 		now = GetCurrentTimestamp();
@@ -970,7 +970,7 @@ IdemgateDispatcherMain(Datum main_arg)
 				if (next_purge != 0)
 					RunIfExists("idemgate.purge(interval)", &purge_stmt,
 								(double) IdemgateRetentionSecs, loop_cxt);
-				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? 60 * 1000 : PURGE_INTERVAL_MS);
+				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? FIRST_PURGE_DELAY_MS : PURGE_INTERVAL_MS);
 			}
 		}
 

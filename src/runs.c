@@ -38,6 +38,7 @@
 
 #include "args.h"
 #include "crypto.h"
+#include "deadletters.h"
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
@@ -54,7 +55,7 @@ PG_FUNCTION_INFO_V1(idemgate_fail);
 PG_FUNCTION_INFO_V1(idemgate_supersede);
 
 /* A workflow name is indexed; bounded like a watch_workflow name. */
-#define MAX_WORKFLOW_BYTES 200
+#define MAX_WORKFLOW_BYTES IDEMGATE_MAX_NAME_BYTES
 
 static const char *const run_states[] = {
 	"processing", "awaiting_human", "approved",
@@ -785,7 +786,7 @@ idemgate_fail(PG_FUNCTION_ARGS)
 	owner = PG_GETARG_UUID_P(1);
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
-	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", 100));
+	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", IDEMGATE_MAX_ERROR_CLASS_BYTES));
 	error = PG_ARGISNULL(4) ? NULL : ClipErrorText(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	RequireArg(fcinfo, 5, "retryable");
 	retryable = PG_GETARG_BOOL(5);
@@ -846,8 +847,8 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 
 	RequireArg(fcinfo, 2, "payload");
 	payload = PG_GETARG_JSONB_P(2);
-	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", 200));
-	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", 2000));
+	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", IDEMGATE_MAX_NAME_BYTES));
+	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", IDEMGATE_MAX_REASON_BYTES));
 	lease = LeaseArg(fcinfo, 5, "lease");
 	if (VARSIZE_ANY_EXHDR(original) == VARSIZE_ANY_EXHDR(new_key) &&
 		memcmp(VARDATA_ANY(original), VARDATA_ANY(new_key), VARSIZE_ANY_EXHDR(new_key)) == 0)
