@@ -116,11 +116,8 @@
 #define SHUTDOWN_GRACE_MS	3000
 #define HOUSEKEEPING_MS		1000
 #define PURGE_INTERVAL_MS	(SECS_PER_HOUR * 1000)
-/* The first purge waits this long after start, so a restart loop does not purge. */
+/* The first purge runs this long after the dispatcher starts. */
 #define FIRST_PURGE_DELAY_MS	(SECS_PER_MINUTE * 1000)
-
-/* Interface of SettleExpiredLeases (src/outbox.c). */
-extern int	SettleExpiredLeases(const char *effect_type_or_null);
 
 /* A batch of claimed effects; its memory goes when its last effect is recorded. */
 typedef struct ClaimBatch

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/idemgate.h
- *	  Shared declarations for the idemgate extension: our own SQLSTATEs and
- *	  the names of the run and effect states.
+ *	  Shared declarations for the idemgate extension: our own SQLSTATEs
+ *	  (and, through idemgate_limits.h, every limit).
  *
  *-------------------------------------------------------------------------
  */
