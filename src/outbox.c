@@ -49,6 +49,7 @@
 #include "args.h"
 #include "backoff.h"
 #include "crypto.h"
+#include "effect_types.h"
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
@@ -157,15 +158,32 @@ static SavedStatement dead_letter_target_stmt = {
 };
 
 static SavedStatement lock_run_state_stmt = {
-	"SELECT state FROM idemgate.runs"
+	"SELECT state, result IS NULL"
+	"    OR (result OPERATOR(pg_catalog.?) 'error_class' AND result OPERATOR(pg_catalog.?) 'failures')"
+	" FROM idemgate.runs"
 	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+/*
+ * The stored result of a run completed through its effects (SPEC §13):
+ * what a later duplicate claim is answered with. It replaces no result of
+ * the run's own, only NULL or the failure record fail() left before the run
+ * was recovered (see lock_run_state_stmt).
+ */
+static SavedStatement effects_result_stmt = {
+	"SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
+	"   pg_catalog.jsonb_build_object('effect_id', effect_id, 'effect_type', effect_type,"
+	"     'target', target, 'state', state, 'provider_id', provider_id)"
+	"   ORDER BY created_at, effect_type, target), '[]'::pg_catalog.jsonb))"
+	" FROM idemgate.outbox WHERE idempotency_key OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
 static SavedStatement open_effects_stmt = {
 	"SELECT EXISTS (SELECT 1 FROM idemgate.outbox"
 	"  WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"    AND state OPERATOR(pg_catalog.<>) 'completed')",
+	"    AND state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
 	1, {TEXTOID}
 };
 
@@ -192,7 +210,10 @@ FindErrorClass(const char *name, bool allow_internal)
 
 /*
  * CompleteRunIfDone completes the run of key (approved → completed) when
- * none of its effects is in another state than completed. Locks the run
+ * none of its effects is in another state than completed or cancelled. A
+ * run without a result of its own (NULL, or an earlier attempt's failure
+ * record) gets {"effects": [{effect_id, effect_type, target, state,
+ * provider_id}, ...]}, so a later duplicate has an answer. Locks the run
  * row, so it must be called after the effect row was changed. Must be
  * called inside SPI.
  */
@@ -202,6 +223,8 @@ CompleteRunIfDone(text *key, const char *actor)
 	Datum		values[1];
 	bool		isnull;
 	char	   *state;
+	bool		no_result;
+	Jsonb	   *result = NULL;
 
 	values[0] = PointerGetDatum(key);
 	if (ExecSaved(&lock_run_state_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
@@ -211,11 +234,19 @@ CompleteRunIfDone(text *key, const char *actor)
 	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
 	if (strcmp(state, "approved") != 0)
 		return;
+	no_result = DatumGetBool(GetResultDatum(0, 2, &isnull));
 	if (ExecSaved(&open_effects_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not count open effects");
 	if (DatumGetBool(GetResultDatum(0, 1, &isnull)))
 		return;
-	SetRunState(key, "approved", "completed", NULL, false, actor, NULL);
+	if (no_result)
+	{
+		if (ExecSaved(&effects_result_stmt, values, NULL, false, 1) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			elog(ERROR, "could not summarise effects");
+		result = DatumGetJsonbPCopy(GetResultDatum(0, 1, &isnull));
+	}
+	SetRunState(key, "approved", "completed", result, false, actor, NULL);
 }
 
 /* CompleteEffect records a successful delivery; see outbox.h. */
@@ -434,7 +465,7 @@ StatusArg(FunctionCallInfo fcinfo, int argno)
 /*
  * idemgate_claim_effects implements claim_effects(effect_type, batch,
  * lease): settles expired leases of the type, then, unless the kill switch
- * is off, marks up to batch due pending effects of approved runs sending
+ * is off or the type is paused, marks up to batch due pending effects of approved runs sending
  * under one fresh lease owner and returns them.
  */
 Datum
@@ -459,7 +490,7 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
 	SettleExpiredLeases(effect_type);
-	if (!ActionsEnabled())
+	if (!ActionsEnabled() || EffectTypePaused(effect_type))
 	{
 		SPI_finish();
 		return (Datum) 0;
