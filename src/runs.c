@@ -65,6 +65,8 @@ static const char *const run_states[] = {
 /*
  * The claim statement: insert, or take over a retryable or expired run with
  * the same payload. version is 0 exactly when the row was just inserted.
+ * The time inside DO UPDATE comes from excluded.* (lease_started_at is
+ * now()), never from a function call there.
  */
 static SavedStatement claim_stmt = {
 	"INSERT INTO idemgate.runs AS r (idempotency_key, workflow, state, payload_hash, payload,"
@@ -74,10 +76,10 @@ static SavedStatement claim_stmt = {
 	" SET state = 'processing', lease_owner = excluded.lease_owner,"
 	"     lease_expires_at = excluded.lease_expires_at,"
 	"     lease_started_at = excluded.lease_started_at,"
-	"     version = r.version + 1, updated_at = pg_catalog.now()"
+	"     version = r.version + 1, updated_at = excluded.lease_started_at"
 	" WHERE r.payload_hash = excluded.payload_hash"
 	"   AND (r.state = 'failed_retryable'"
-	"        OR (r.state = 'processing' AND r.lease_expires_at < pg_catalog.now()))"
+	"        OR (r.state = 'processing' AND r.lease_expires_at < excluded.lease_started_at))"
 	" RETURNING r.idempotency_key, r.state, r.lease_owner, r.version, r.result, r.workflow",
 	7, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID}
 };
@@ -226,6 +228,9 @@ SetRunState(text *key, const char *from_state, const char *to_state,
 	int64		version;
 	EventDetails details;
 
+	/* The rule the runs_state_check constraint used to enforce (1.0). */
+	if (!IsRunState(to_state))
+		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
 	values[0] = PointerGetDatum(key);
 	values[1] = CStringGetTextDatum(to_state);
 	values[2] = JsonbPGetDatum(result);
