@@ -274,6 +274,7 @@ ReleaseItem(Claimed *it)
  *   500 and other 5xx               server_error (may have happened)
  *   3xx                             rejected (redirects are never followed)
  *   other 4xx (and 1xx)             rejected
+ *   non-public address, not listed  rejected (http.c refused to connect)
  *   refused, DNS, reset, TLS        transport
  *   timeout or no response, request not yet sent      transport
  *   timeout or empty reply after the request was sent timeout_after_send
@@ -326,7 +327,7 @@ RecordOutcome(Claimed *it)
 	}
 	else
 	{
-		switch (r->curl_code)
+		switch (r->destination_refused ? CURLE_URL_MALFORMAT : r->curl_code)
 		{
 			case CURLE_COULDNT_RESOLVE_HOST:
 			case CURLE_COULDNT_RESOLVE_PROXY:
