@@ -158,8 +158,25 @@ static SavedStatement dead_letter_target_stmt = {
 };
 
 static SavedStatement lock_run_state_stmt = {
-	"SELECT state FROM idemgate.runs"
+	"SELECT state, result IS NULL"
+	"    OR (result OPERATOR(pg_catalog.?) 'error_class' AND result OPERATOR(pg_catalog.?) 'failures')"
+	" FROM idemgate.runs"
 	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+/*
+ * The stored result of a run completed through its effects (SPEC §13):
+ * what a later duplicate claim is answered with. It replaces no result of
+ * the run's own, only NULL or the failure record fail() left before the run
+ * was recovered (see lock_run_state_stmt).
+ */
+static SavedStatement effects_result_stmt = {
+	"SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
+	"   pg_catalog.jsonb_build_object('effect_id', effect_id, 'effect_type', effect_type,"
+	"     'target', target, 'state', state, 'provider_id', provider_id)"
+	"   ORDER BY created_at, effect_type, target), '[]'::pg_catalog.jsonb))"
+	" FROM idemgate.outbox WHERE idempotency_key OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
 };
 
@@ -193,8 +210,10 @@ FindErrorClass(const char *name, bool allow_internal)
 
 /*
  * CompleteRunIfDone completes the run of key (approved → completed) when
- * none of its effects is in another state than completed. Locks the run
- * row, so it must be called after the effect row was changed. Must be
+ * none of its effects is in another state than completed. A run without a
+ * result of its own (NULL, or an earlier attempt's failure record) gets {"effects": [{effect_id, effect_type, target,
+ * state, provider_id}, ...]}, so a later duplicate has an answer. Locks the
+ * run row, so it must be called after the effect row was changed. Must be
  * called inside SPI.
  */
 void
@@ -203,6 +222,8 @@ CompleteRunIfDone(text *key, const char *actor)
 	Datum		values[1];
 	bool		isnull;
 	char	   *state;
+	bool		no_result;
+	Jsonb	   *result = NULL;
 
 	values[0] = PointerGetDatum(key);
 	if (ExecSaved(&lock_run_state_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
@@ -212,11 +233,19 @@ CompleteRunIfDone(text *key, const char *actor)
 	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
 	if (strcmp(state, "approved") != 0)
 		return;
+	no_result = DatumGetBool(GetResultDatum(0, 2, &isnull));
 	if (ExecSaved(&open_effects_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not count open effects");
 	if (DatumGetBool(GetResultDatum(0, 1, &isnull)))
 		return;
-	SetRunState(key, "approved", "completed", NULL, false, actor, NULL);
+	if (no_result)
+	{
+		if (ExecSaved(&effects_result_stmt, values, NULL, false, 1) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			elog(ERROR, "could not summarise effects");
+		result = DatumGetJsonbPCopy(GetResultDatum(0, 1, &isnull));
+	}
+	SetRunState(key, "approved", "completed", result, false, actor, NULL);
 }
 
 /* CompleteEffect records a successful delivery; see outbox.h. */
