@@ -56,7 +56,7 @@ SELECT idemgate.grant_effect_type('pull_client', 'pull_mail');
 SELECT idemgate.grant_effect_type('pull_client', 'pull_mail');
 SELECT role, effect_type, granted_by FROM idemgate.effect_type_grants ORDER BY 1, 2;
 RESET ROLE;
-SELECT kind, details FROM idemgate.events WHERE kind LIKE 'effect_type_%' ORDER BY id;
+SELECT kind, details FROM idemgate.events WHERE kind LIKE 'effect_type_%' AND details ->> 'role' = 'pull_client' ORDER BY id;
 
 -- The client pulls pull_mail, but not pull_other.
 SET ROLE pull_client;
