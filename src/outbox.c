@@ -49,6 +49,8 @@
 #include "args.h"
 #include "backoff.h"
 #include "crypto.h"
+#include "deadletters.h"
+#include "effect_types.h"
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
@@ -66,7 +68,7 @@ PG_FUNCTION_INFO_V1(idemgate_fail_effect);
 /* Attempts allowed when the effect's type has no registered endpoint. */
 #define DEFAULT_MAX_ATTEMPTS 3
 /* Longest lease claim_effects hands out. */
-#define MAX_EFFECT_LEASE_USECS ((int64) 3600 * USECS_PER_SEC)
+#define MAX_EFFECT_LEASE_USECS ((int64) SECS_PER_HOUR * USECS_PER_SEC)
 /* Expired leases settled per call (the rest on the next call). */
 #define SETTLE_BATCH 1000
 
@@ -183,7 +185,7 @@ static SavedStatement effects_result_stmt = {
 static SavedStatement open_effects_stmt = {
 	"SELECT EXISTS (SELECT 1 FROM idemgate.outbox"
 	"  WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"    AND state OPERATOR(pg_catalog.<>) 'completed')",
+	"    AND state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
 	1, {TEXTOID}
 };
 
@@ -210,10 +212,11 @@ FindErrorClass(const char *name, bool allow_internal)
 
 /*
  * CompleteRunIfDone completes the run of key (approved → completed) when
- * none of its effects is in another state than completed. A run without a
- * result of its own (NULL, or an earlier attempt's failure record) gets {"effects": [{effect_id, effect_type, target,
- * state, provider_id}, ...]}, so a later duplicate has an answer. Locks the
- * run row, so it must be called after the effect row was changed. Must be
+ * none of its effects is in another state than completed or cancelled. A
+ * run without a result of its own (NULL, or an earlier attempt's failure
+ * record) gets {"effects": [{effect_id, effect_type, target, state,
+ * provider_id}, ...]}, so a later duplicate has an answer. Locks the run
+ * row, so it must be called after the effect row was changed. Must be
  * called inside SPI.
  */
 void
@@ -440,7 +443,7 @@ SettleExpiredLeases(const char *effect_type)
 static char *
 EffectTypeArg(FunctionCallInfo fcinfo, int argno)
 {
-	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", 200));
+	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", IDEMGATE_MAX_NAME_BYTES));
 }
 
 /* StatusArg returns an optional HTTP status argument (0 when NULL). */
@@ -464,7 +467,7 @@ StatusArg(FunctionCallInfo fcinfo, int argno)
 /*
  * idemgate_claim_effects implements claim_effects(effect_type, batch,
  * lease): settles expired leases of the type, then, unless the kill switch
- * is off, marks up to batch due pending effects of approved runs sending
+ * is off or the type is paused, marks up to batch due pending effects of approved runs sending
  * under one fresh lease owner and returns them.
  */
 Datum
@@ -490,7 +493,7 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	CheckPullAllowed(effect_type);
 	SettleExpiredLeases(effect_type);
-	if (!ActionsEnabled())
+	if (!ActionsEnabled() || EffectTypePaused(effect_type))
 	{
 		SPI_finish();
 		return (Datum) 0;
@@ -534,7 +537,7 @@ idemgate_complete_effect(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 1, "owner");
 	owner = PG_GETARG_UUID_P(1);
 	if (!PG_ARGISNULL(2))
-		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", 1000));
+		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
 	status = StatusArg(fcinfo, 3);
 
 	ConnectSPI();
