@@ -179,7 +179,10 @@ static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
 static SavedStatement claim_stmt = {
 	"WITH due AS MATERIALIZED ("
 	" SELECT d.effect_id"
-	" FROM (SELECT effect_type FROM idemgate.endpoints ORDER BY pg_catalog.random()) e"
+	" FROM (SELECT ep.effect_type FROM idemgate.endpoints ep"
+	"       WHERE NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"	/* pause_effect_type */
+	"                         WHERE p.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"
+	"       ORDER BY pg_catalog.random()) e"
 	" CROSS JOIN LATERAL ("
 	"   SELECT o.effect_id FROM idemgate.outbox o"
 	"   JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"

@@ -26,6 +26,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
+#include "utils/timestamp.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 
@@ -54,14 +55,17 @@ typedef struct ParsedEffect
 	char	   *target;
 	int			target_len;
 	Jsonb	   *payload;
+	bool		has_not_before;
+	TimestampTz not_before;		/* not due before then (delayed delivery) */
 } ParsedEffect;
 
 static SavedStatement insert_effect_stmt = {
-	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload)"
-	" VALUES ($1, $2, $3, $4, $5)"
+	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
+	"                             next_attempt_at)"
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()))"
 	" ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING"
 	" RETURNING effect_id",
-	5, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID}
+	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 
 static SavedStatement existing_effect_stmt = {
@@ -88,6 +92,50 @@ ReportBadEffects(const char *argname)
 			 errmsg("argument \"%s\" must be an effect object or a non-empty array of effect objects",
 					argname),
 			 errhint("Each effect is {\"type\": text, \"target\": text, \"payload\": any JSON}.")));
+}
+
+/*
+ * EffectNotBefore reads the optional not_before field of an effect: a
+ * finite timestamptz string (an ISO 8601 time with its offset, e.g.
+ * "2026-12-01T09:00:00+01:00"), or 22023 naming the field.
+ */
+static bool
+EffectNotBefore(JsonbContainer *obj, const char *name, TimestampTz *out)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(obj, "not_before", 10, NULL);
+	char	   *str;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	bool		ok = true;
+
+	if (v == NULL || v->type == jbvNull)
+		return false;
+	if (v->type != jbvString || v->val.string.len == 0 || v->val.string.len > 100)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s.not_before must be a timestamp string", name),
+				 errhint("Give an ISO 8601 time with its offset, e.g. \"2026-12-01T09:00:00+01:00\".")));
+	str = pnstrdup(v->val.string.val, v->val.string.len);
+	PG_TRY();
+	{
+		*out = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in, CStringGetDatum(str),
+													   ObjectIdGetDatum(InvalidOid),
+													   Int32GetDatum(-1)));
+	}
+	PG_CATCH();
+	{
+		/* Re-raised below with our SQLSTATE; nothing was acquired meanwhile. */
+		MemoryContextSwitchTo(oldcxt);
+		FlushErrorState();
+		ok = false;
+	}
+	PG_END_TRY();
+	if (!ok || TIMESTAMP_NOT_FINITE(*out))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s.not_before must be a finite timestamp, not \"%s\"", name,
+						TruncateForMessage(str)),
+				 errhint("Give an ISO 8601 time with its offset, e.g. \"2026-12-01T09:00:00+01:00\".")));
+	return true;
 }
 
 /* EffectString returns the non-empty string field of an effect, or raises. */
@@ -126,12 +174,13 @@ ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
 			continue;
 		if (!((v.val.string.len == 4 && memcmp(v.val.string.val, "type", 4) == 0) ||
 			  (v.val.string.len == 6 && memcmp(v.val.string.val, "target", 6) == 0) ||
-			  (v.val.string.len == 7 && memcmp(v.val.string.val, "payload", 7) == 0)))
+			  (v.val.string.len == 7 && memcmp(v.val.string.val, "payload", 7) == 0) ||
+			  (v.val.string.len == 10 && memcmp(v.val.string.val, "not_before", 10) == 0)))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s has unknown field \"%s\"", name,
 							TruncateForMessage(pnstrdup(v.val.string.val, v.val.string.len))),
-					 errhint("The fields of an effect are type, target and payload.")));
+					 errhint("The fields of an effect are type, target, payload and not_before (optional).")));
 	}
 
 	out->type = EffectString(obj, "type", name, MAX_TYPE_BYTES, &out->type_len);
@@ -143,6 +192,7 @@ ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
 				 errmsg("%s.payload is missing", name),
 				 errhint("Give the body the endpoint needs; use {} when there is none.")));
 	out->payload = JsonbValueToJsonb(payload);
+	out->has_not_before = EffectNotBefore(obj, name, &out->not_before);
 }
 
 /*
@@ -236,7 +286,8 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor)
 	appendStringInfoChar(&idlist, '[');
 	for (int i = 0; i < n; i++)
 	{
-		Datum		values[5];
+		Datum		values[6];
+		char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 		bool		isnull;
 		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
 
@@ -245,7 +296,9 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor)
 		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
 		values[3] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
 		values[4] = JsonbPGetDatum(parsed[i].payload);
-		if (ExecSaved(&insert_effect_stmt, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
+		values[5] = TimestampTzGetDatum(parsed[i].not_before);
+		nulls[5] = parsed[i].has_not_before ? ' ' : 'n';
+		if (ExecSaved(&insert_effect_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "could not insert effect");
 		if (SPI_processed == 1)
 			inserted++;

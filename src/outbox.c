@@ -49,6 +49,7 @@
 #include "args.h"
 #include "backoff.h"
 #include "crypto.h"
+#include "effect_types.h"
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
@@ -182,7 +183,7 @@ static SavedStatement effects_result_stmt = {
 static SavedStatement open_effects_stmt = {
 	"SELECT EXISTS (SELECT 1 FROM idemgate.outbox"
 	"  WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"    AND state OPERATOR(pg_catalog.<>) 'completed')",
+	"    AND state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
 	1, {TEXTOID}
 };
 
@@ -209,10 +210,11 @@ FindErrorClass(const char *name, bool allow_internal)
 
 /*
  * CompleteRunIfDone completes the run of key (approved → completed) when
- * none of its effects is in another state than completed. A run without a
- * result of its own (NULL, or an earlier attempt's failure record) gets {"effects": [{effect_id, effect_type, target,
- * state, provider_id}, ...]}, so a later duplicate has an answer. Locks the
- * run row, so it must be called after the effect row was changed. Must be
+ * none of its effects is in another state than completed or cancelled. A
+ * run without a result of its own (NULL, or an earlier attempt's failure
+ * record) gets {"effects": [{effect_id, effect_type, target, state,
+ * provider_id}, ...]}, so a later duplicate has an answer. Locks the run
+ * row, so it must be called after the effect row was changed. Must be
  * called inside SPI.
  */
 void
@@ -463,7 +465,7 @@ StatusArg(FunctionCallInfo fcinfo, int argno)
 /*
  * idemgate_claim_effects implements claim_effects(effect_type, batch,
  * lease): settles expired leases of the type, then, unless the kill switch
- * is off, marks up to batch due pending effects of approved runs sending
+ * is off or the type is paused, marks up to batch due pending effects of approved runs sending
  * under one fresh lease owner and returns them.
  */
 Datum
@@ -488,7 +490,7 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
 	SettleExpiredLeases(effect_type);
-	if (!ActionsEnabled())
+	if (!ActionsEnabled() || EffectTypePaused(effect_type))
 	{
 		SPI_finish();
 		return (Datum) 0;

@@ -1,0 +1,217 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/cancel.c
+ *	  cancel_effect and cancel_approval: an operator stops work that should
+ *	  not happen any more.
+ *
+ * Design note. cancel_effect locks the outbox row (FOR UPDATE, no SKIP) and
+ * re-checks its state under the lock: a claim that marked it sending first
+ * wins (the cancel then sees sending and raises IG002); a cancel that locked
+ * it first makes a concurrent claim skip it, and after commit the row is
+ * cancelled, which no claim statement selects. Only pending and unknown
+ * effects can be cancelled: a sending effect may be on the wire. Cancelled
+ * is settled like completed: the run completes when its other effects are
+ * completed or cancelled (effect first, then run, the same lock order as
+ * complete_effect), and purge may delete it.
+ *
+ * cancel_approval consumes an undecided approval with decision cancelled
+ * and fails its run (awaiting_human → failed_terminal) like a rejection:
+ * a decision, so no dead letter. The approval row is locked first, then
+ * the run, the same order as consume_approval, so the two serialise and
+ * exactly one of them decides.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/uuid.h"
+
+#include "args.h"
+#include "events.h"
+#include "idemgate.h"
+#include "outbox.h"
+#include "runs.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(idemgate_cancel_effect);
+PG_FUNCTION_INFO_V1(idemgate_cancel_approval);
+
+#define MAX_ACTOR_BYTES 200
+#define MAX_REASON_BYTES 2000
+
+static SavedStatement lock_effect_stmt = {
+	"SELECT state, idempotency_key, effect_type FROM idemgate.outbox"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {UUIDOID}
+};
+
+static SavedStatement cancel_effect_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL,"
+	"     updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	1, {UUIDOID}
+};
+
+static SavedStatement lock_approval_stmt = {
+	"SELECT idempotency_key, run_version,"
+	"       consumed_at IS NULL AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+	" FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {UUIDOID}
+};
+
+static SavedStatement lock_run_stmt = {
+	"SELECT state, version FROM idemgate.runs"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+static SavedStatement cancel_approval_stmt = {
+	"UPDATE idemgate.approvals"
+	" SET consumed_at = pg_catalog.now(), decision = 'cancelled', approver_subject = $2"
+	" WHERE approval_id OPERATOR(pg_catalog.=) $1",
+	2, {UUIDOID, TEXTOID}
+};
+
+/* UuidString renders a uuid for messages and event details. */
+static char *
+UuidString(pg_uuid_t *id)
+{
+	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(id)));
+}
+
+/*
+ * idemgate_cancel_effect implements cancel_effect(effect_id, actor, reason):
+ * pending or unknown → cancelled; returns the new state.
+ */
+Datum
+idemgate_cancel_effect(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *effect_id;
+	char	   *actor;
+	char	   *reason;
+	Datum		values[1];
+	bool		isnull;
+	char	   *state;
+	text	   *key;
+	char	   *effect_type;
+	EventDetails details;
+
+	RequireArg(fcinfo, 0, "effect_id");
+	effect_id = PG_GETARG_UUID_P(0);
+	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES));
+	reason = text_to_cstring(TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES));
+
+	ConnectSPI();
+	values[0] = UUIDPGetDatum(effect_id);
+	if (ExecSaved(&lock_effect_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock effect");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
+				 errmsg("effect %s does not exist", UuidString(effect_id))));
+	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+	key = DatumGetTextPCopy(GetResultDatum(0, 2, &isnull));
+	effect_type = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
+	if (strcmp(state, "pending") != 0 && strcmp(state, "unknown") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+				 errmsg("effect %s is %s; only pending or unknown effects can be cancelled",
+						UuidString(effect_id), state),
+				 strcmp(state, "sending") == 0 ?
+				 errhint("It may be on the wire now: wait for its outcome, or pause its type with idemgate.pause_effect_type().") :
+				 strcmp(state, "failed") == 0 ?
+				 errhint("A failed effect is already stopped; its dead letter can stay or be purged.") : 0));
+	if (ExecSaved(&cancel_effect_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not cancel effect");
+
+	DetailsInit(&details);
+	DetailsText(&details, "effect_type", effect_type);
+	DetailsText(&details, "previous_state", state);
+	DetailsText(&details, "reason", reason);
+	RecordEvent(key, effect_id, "effect_cancelled", actor, DetailsFinish(&details));
+	CompleteRunIfDone(key, actor);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text("cancelled"));
+}
+
+/*
+ * idemgate_cancel_approval implements cancel_approval(approval_id, actor,
+ * reason): cancelled when the approval was undecided and its run still
+ * waits on it (the run fails like a rejection), invalid otherwise.
+ */
+Datum
+idemgate_cancel_approval(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *approval_id;
+	char	   *actor;
+	char	   *reason;
+	Datum		values[2];
+	bool		isnull;
+	text	   *key;
+	int64		run_version;
+	bool		open;
+	const char *outcome = "invalid";
+
+	RequireArg(fcinfo, 0, "approval_id");
+	approval_id = PG_GETARG_UUID_P(0);
+	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES));
+	reason = text_to_cstring(TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES));
+
+	ConnectSPI();
+	values[0] = UUIDPGetDatum(approval_id);
+	if (ExecSaved(&lock_approval_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock approval");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
+				 errmsg("approval %s does not exist", UuidString(approval_id))));
+	key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
+	run_version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
+	open = DatumGetBool(GetResultDatum(0, 3, &isnull));
+	if (open)
+	{
+		Datum		runkey[1];
+
+		runkey[0] = PointerGetDatum(key);
+		if (ExecSaved(&lock_run_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not lock run");
+		if (SPI_processed == 1 &&
+			strcmp(TextDatumGetCString(GetResultDatum(0, 1, &isnull)), "awaiting_human") == 0 &&
+			DatumGetInt64(GetResultDatum(0, 2, &isnull)) == run_version)
+			outcome = "cancelled";
+	}
+
+	if (strcmp(outcome, "cancelled") == 0)
+	{
+		char	   *approval_text = UuidString(approval_id);
+		EventDetails result;
+		EventDetails info;
+		EventDetails details;
+
+		values[1] = CStringGetTextDatum(actor);
+		if (ExecSaved(&cancel_approval_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
+			SPI_processed != 1)
+			elog(ERROR, "could not cancel approval");
+
+		DetailsInit(&result);
+		DetailsText(&result, "decision", "cancelled");
+		DetailsText(&result, "cancelled_by", actor);
+		DetailsText(&result, "reason", reason);
+		DetailsInit(&info);
+		DetailsText(&info, "approval_id", approval_text);
+		SetRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
+					false, actor, DetailsFinish(&info));
+
+		DetailsInit(&details);
+		DetailsText(&details, "approval_id", approval_text);
+		DetailsText(&details, "reason", reason);
+		RecordEvent(key, NULL, "approval_cancelled", actor, DetailsFinish(&details));
+	}
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}
