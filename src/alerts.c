@@ -94,7 +94,7 @@ static SavedStatement publish_stmt = {
 static text *
 WorkflowArg(FunctionCallInfo fcinfo, int argno)
 {
-	return TextArg(fcinfo, argno, "name", 200);
+	return TextArg(fcinfo, argno, "name", IDEMGATE_MAX_NAME_BYTES);
 }
 
 /* SessionUserName names the role that called, for the audit trail. */

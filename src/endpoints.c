@@ -35,7 +35,7 @@
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
 
-#define MAX_TIMEOUT_USECS	((int64) 5 * 60 * USECS_PER_SEC)
+#define MAX_TIMEOUT_USECS	((int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * USECS_PER_SEC)
 #define MAX_HEADERS			50
 #define MAX_HEADER_NAME		256
 #define MAX_HEADER_VALUE	8192
@@ -265,8 +265,8 @@ CheckHeaders(Jsonb *headers)
 Datum
 idemgate_register_endpoint(PG_FUNCTION_ARGS)
 {
-	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", 200);
-	text	   *url = TextArg(fcinfo, 1, "url", 2048);
+	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", IDEMGATE_MAX_NAME_BYTES);
+	text	   *url = TextArg(fcinfo, 1, "url", IDEMGATE_MAX_URL_BYTES);
 	char	   *url_str = text_to_cstring(url);
 	char	   *why;
 	Interval   *timeout;
@@ -300,7 +300,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 5, "headers");
 	headers = PG_GETARG_JSONB_P(5);
 	header_names = CheckHeaders(headers);
-	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", 200);
+	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", IDEMGATE_MAX_NAME_BYTES);
 
 	ConnectSPI();
 	values[0] = PointerGetDatum(effect_type);

@@ -35,8 +35,12 @@
 
 #include "http.h"
 #include "guc.h"
+#include "idemgate_limits.h"
 
-#define HTTP_POOL_MAX 1024
+/* Idle handles kept: one per request slot. */
+#define HTTP_POOL_MAX IDEMGATE_MAX_IN_FLIGHT
+/* Connections kept alive between rounds, at least. */
+#define MIN_KEPT_CONNECTIONS 8
 
 static CURLM *multi = NULL;
 static CURL *idle_pool[HTTP_POOL_MAX];
@@ -56,7 +60,7 @@ HttpInit(void)
 	if (multi == NULL)
 		elog(ERROR, "curl_multi_init failed");
 	/* Keep at least one connection per request slot alive between rounds. */
-	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) Max(IdemgateMaxInFlight, 8));
+	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) Max(IdemgateMaxInFlight, MIN_KEPT_CONNECTIONS));
 }
 
 /* HttpShutdown closes every connection and handle. */
@@ -182,8 +186,8 @@ ParseRetryAfter(const char *v)
 	for (p = v; *p >= '0' && *p <= '9'; p++)
 	{
 		secs = secs * 10 + (*p - '0');
-		if (secs > INT64CONST(365) * 24 * 3600)
-			secs = INT64CONST(365) * 24 * 3600;
+		if (secs > IDEMGATE_MAX_RETRY_AFTER_SECS)
+			secs = IDEMGATE_MAX_RETRY_AFTER_SECS;
 	}
 	if (p != v && *p == '\0')
 		return secs * USECS_PER_SEC;

@@ -49,6 +49,7 @@
 #include "args.h"
 #include "backoff.h"
 #include "crypto.h"
+#include "deadletters.h"
 #include "effect_types.h"
 #include "events.h"
 #include "guc.h"
@@ -66,7 +67,7 @@ PG_FUNCTION_INFO_V1(idemgate_fail_effect);
 /* Attempts allowed when the effect's type has no registered endpoint. */
 #define DEFAULT_MAX_ATTEMPTS 3
 /* Longest lease claim_effects hands out. */
-#define MAX_EFFECT_LEASE_USECS ((int64) 3600 * USECS_PER_SEC)
+#define MAX_EFFECT_LEASE_USECS ((int64) SECS_PER_HOUR * USECS_PER_SEC)
 /* Expired leases settled per call (the rest on the next call). */
 #define SETTLE_BATCH 1000
 
@@ -441,7 +442,7 @@ SettleExpiredLeases(const char *effect_type)
 static char *
 EffectTypeArg(FunctionCallInfo fcinfo, int argno)
 {
-	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", 200));
+	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", IDEMGATE_MAX_NAME_BYTES));
 }
 
 /* StatusArg returns an optional HTTP status argument (0 when NULL). */
@@ -534,7 +535,7 @@ idemgate_complete_effect(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 1, "owner");
 	owner = PG_GETARG_UUID_P(1);
 	if (!PG_ARGISNULL(2))
-		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", 1000));
+		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
 	status = StatusArg(fcinfo, 3);
 
 	ConnectSPI();
