@@ -284,6 +284,7 @@ ReleaseItem(Claimed *it)
  * A failure with an HTTP status keeps the first 1 KB of the body after it
  * in last_error ("HTTP 400: {...}", see ErrorBodyExcerpt).
  *   other 4xx (and 1xx)             rejected
+ *   non-public address, not listed  rejected (http.c refused to connect)
  *   refused, DNS, reset, TLS        transport
  *   timeout or no response, request not yet sent      transport
  *   timeout or empty reply after the request was sent timeout_after_send
@@ -338,7 +339,7 @@ RecordOutcome(Claimed *it)
 	}
 	else
 	{
-		switch (r->curl_code)
+		switch (r->destination_refused ? CURLE_URL_MALFORMAT : r->curl_code)
 		{
 			case CURLE_COULDNT_RESOLVE_HOST:
 			case CURLE_COULDNT_RESOLVE_PROXY:

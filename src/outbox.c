@@ -56,6 +56,7 @@
 #include "idemgate.h"
 #include "killswitch.h"
 #include "outbox.h"
+#include "pull_grants.h"
 #include "runs.h"
 #include "spi_util.h"
 #include "dispatcher_shmem.h"
@@ -490,6 +491,7 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
+	CheckPullAllowed(effect_type);
 	SettleExpiredLeases(effect_type);
 	if (!ActionsEnabled() || EffectTypePaused(effect_type))
 	{
@@ -539,6 +541,7 @@ idemgate_complete_effect(PG_FUNCTION_ARGS)
 	status = StatusArg(fcinfo, 3);
 
 	ConnectSPI();
+	CheckPullAllowedForEffect(effect_id);
 	done = CompleteEffect(effect_id, owner, provider_id, status);
 	SPI_finish();
 	PG_RETURN_BOOL(done);
@@ -586,6 +589,7 @@ idemgate_fail_effect(PG_FUNCTION_ARGS)
 	status = StatusArg(fcinfo, 5);
 
 	ConnectSPI();
+	CheckPullAllowedForEffect(effect_id);
 	new_state = FailEffect(effect_id, owner, error_class, error, retry_after, status);
 	SPI_finish();
 	if (new_state == NULL)
