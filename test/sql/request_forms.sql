@@ -157,6 +157,7 @@ CREATE ROLE request_forms_client;
 CREATE ROLE request_forms_approver;
 SELECT idemgate.grant_role('request_forms_client', 'client');
 SELECT idemgate.grant_role('request_forms_approver', 'approver');
+SELECT idemgate.grant_effect_type('request_forms_client', 'request_forms_none');
 SET SESSION AUTHORIZATION request_forms_client;
 SELECT outcome FROM idemgate.claim('{"key": "request-forms-4", "payload": {}}'::jsonb);
 SELECT count(*) AS pulled FROM idemgate.claim_effects('{"effect_type": "request_forms_none"}'::jsonb);
@@ -169,6 +170,7 @@ SELECT outcome FROM idemgate.consume_approval('{"token": "x", "decision": "appro
 SELECT pg_temp.code_of($$SELECT * FROM idemgate.claim_effects('{"effect_type": "x"}'::jsonb)$$) AS approver_claim_effects,
        pg_temp.code_of($$SELECT * FROM idemgate.fail('{"key": "x", "owner": "6c1f3a52-3c5e-4d1f-9d59-2b8f2d1e0a11", "version": 0, "error_class": "x", "retryable": true}'::jsonb)$$) AS approver_fail;
 RESET SESSION AUTHORIZATION;
+SELECT idemgate.revoke_effect_type('request_forms_client', 'request_forms_none');
 SELECT idemgate.revoke_role('request_forms_client', 'client');
 SELECT idemgate.revoke_role('request_forms_approver', 'approver');
 DROP ROLE request_forms_client;
