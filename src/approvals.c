@@ -50,6 +50,7 @@
 #include "args.h"
 #include "crypto.h"
 #include "effects.h"
+#include "deadletters.h"
 #include "events.h"
 #include "idemgate.h"
 #include "runs.h"
@@ -63,8 +64,8 @@ PG_FUNCTION_INFO_V1(idemgate_expire_approvals);
 
 /* Longest wait a human may be given. */
 #define MAX_EXPIRES_IN_USECS ((int64) 30 * USECS_PER_DAY)
-#define MAX_SUBJECT_BYTES 200
-#define MAX_REASON_BYTES 2000
+#define MAX_SUBJECT_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_REASON_BYTES IDEMGATE_MAX_REASON_BYTES
 /* How many expired approvals one expire_approvals call handles. */
 #define EXPIRE_BATCH 1000
 
@@ -162,7 +163,7 @@ TokenHash(text *token)
 	return Sha256Bytea(VARDATA_ANY(token), VARSIZE_ANY_EXHDR(token));
 }
 
-/* OptionalSubject returns an optional identity argument (1..200 bytes), or NULL. */
+/* OptionalSubject returns an optional identity argument (1..IDEMGATE_MAX_NAME_BYTES), or NULL. */
 static char *
 OptionalSubject(FunctionCallInfo fcinfo, int argno, const char *name)
 {

@@ -52,6 +52,13 @@
  * idemgate.poll_interval is only the fallback (for retries whose backoff
  * has elapsed). A claim that filled its batch loops again at once.
  *
+ * Postmaster death is checked on every loop path (idle wait, before and
+ * after each claim/record transaction and each libcurl poll), so a
+ * dispatcher stops sending within milliseconds of the postmaster's death
+ * and never keeps the old shared memory attached. Statistics are reported
+ * (pgstat_report_stat) after every transaction, so autovacuum sees the
+ * outbox churn while the dispatcher runs.
+ *
  * Housekeeping (first dispatcher only, each call in its own transaction,
  * errors logged and the loop goes on): idemgate.expire_approvals() and
  * idemgate.publish_alerts() every second, idemgate.purge() hourly when
@@ -83,6 +90,7 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
@@ -115,12 +123,9 @@
 /* On SIGTERM, how long requests in flight may still finish. */
 #define SHUTDOWN_GRACE_MS	3000
 #define HOUSEKEEPING_MS		1000
-#define PURGE_INTERVAL_MS	(3600 * 1000)
-/* Upper bound of idemgate.max_in_flight. */
-#define IDEMGATE_MAX_INFLIGHT_CAP 1024
-
-/* Interface of SettleExpiredLeases (src/outbox.c). */
-extern int	SettleExpiredLeases(const char *effect_type_or_null);
+#define PURGE_INTERVAL_MS	(SECS_PER_HOUR * 1000)
+/* The first purge runs this long after the dispatcher starts. */
+#define FIRST_PURGE_DELAY_MS	(SECS_PER_MINUTE * 1000)
 
 /* A batch of claimed effects; its memory goes when its last effect is recorded. */
 typedef struct ClaimBatch
@@ -276,7 +281,10 @@ ReleaseItem(Claimed *it)
  *   502, 503, 504                   unavailable (Retry-After)
  *   500 and other 5xx               server_error (may have happened)
  *   3xx                             rejected (redirects are never followed)
+ * A failure with an HTTP status keeps the first 1 KB of the body after it
+ * in last_error ("HTTP 400: {...}", see ErrorBodyExcerpt).
  *   other 4xx (and 1xx)             rejected
+ *   non-public address, not listed  rejected (http.c refused to connect)
  *   refused, DNS, reset, TLS        transport
  *   timeout or no response, request not yet sent      transport
  *   timeout or empty reply after the request was sent timeout_after_send
@@ -289,6 +297,7 @@ RecordOutcome(Claimed *it)
 	pg_uuid_t  *owner = &it->batch->owner;
 	const char *cls = NULL;
 	char		msg[320];
+	char	   *excerpt = NULL;	/* start of the provider's error body */
 	const char *state;
 	int			status = (int) r->status;
 
@@ -326,10 +335,11 @@ RecordOutcome(Claimed *it)
 			snprintf(msg, sizeof(msg), "HTTP %d (redirects are not followed)", status);
 		else
 			snprintf(msg, sizeof(msg), "HTTP %d", status);
+		excerpt = ErrorBodyExcerpt(r->resp_body, r->resp_len);
 	}
 	else
 	{
-		switch (r->curl_code)
+		switch (r->destination_refused ? CURLE_URL_MALFORMAT : r->curl_code)
 		{
 			case CURLE_COULDNT_RESOLVE_HOST:
 			case CURLE_COULDNT_RESOLVE_PROXY:
@@ -362,7 +372,8 @@ RecordOutcome(Claimed *it)
 					 r->request_sent ? " (after the request was sent)" : "");
 	}
 
-	state = FailEffect(&it->effect_id, owner, cls, msg,
+	state = FailEffect(&it->effect_id, owner, cls,
+					   excerpt ? psprintf("%s: %s", msg, excerpt) : msg,
 					   (strcmp(cls, "rate_limited") == 0 || strcmp(cls, "unavailable") == 0)
 					   ? r->retry_after_usecs : -1,
 					   status);
@@ -435,7 +446,7 @@ ClaimEffects(int limit)
 		it->attempt = DatumGetInt32(GetResultDatum(i, 2, &isnull));
 		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
 		timeout_ms = DatumGetInt64(GetResultDatum(i, 4, &isnull));
-		it->req.timeout_ms = (long) Max(Min(timeout_ms, INT64CONST(24) * 3600 * 1000), 1);
+		it->req.timeout_ms = (long) Max(Min(timeout_ms, (int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
 		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
 		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 6, &isnull)));
 
@@ -574,7 +585,22 @@ RunInTransaction(void (*work) (void *arg), void *arg, MemoryContext loop_cxt)
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(loop_cxt);
+	/* Let autovacuum see our churn (rate-limited inside to once a second). */
+	pgstat_report_stat(false);
 	return ok;
+}
+
+/*
+ * StopIfPostmasterDied exits at once when the postmaster is gone: nothing
+ * more is claimed, sent or recorded, and the server can restart (a process
+ * still attached to the old shared memory blocks that). Cheap: on Linux it
+ * reads a flag set by the parent-death signal. Called on every loop path.
+ */
+static void
+StopIfPostmasterDied(void)
+{
+	if (!PostmasterIsAlive())
+		proc_exit(1);
 }
 
 /* RecordOutcomeWork records one outcome (a RunInTransaction work). */
@@ -609,6 +635,7 @@ RecordAlone(MemoryContext loop_cxt)
 		bool		ok;
 
 		list = it->next;
+		StopIfPostmasterDied();
 		ok = RecordOneOutcome(it, loop_cxt);
 		if (ok || ++it->record_failures >= 2)
 		{
@@ -662,8 +689,10 @@ DoRound(int limit, MemoryContext loop_cxt)
 	RoundRequest round = {limit, 0};
 	bool		failed;
 
+	StopIfPostmasterDied();
 	pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: recording and claiming");
 	failed = !RunInTransaction(RoundWork, &round, loop_cxt);
+	StopIfPostmasterDied();
 
 	if (failed)
 	{
@@ -716,6 +745,7 @@ SendStarted(MemoryContext loop_cxt)
 	/* An error reading the switch counts as off: nothing is sent. */
 	if (!RunInTransaction(ReadActionsEnabled, &enabled, loop_cxt))
 		enabled = false;
+	StopIfPostmasterDied();
 
 	for (int i = 0; i < n_started; i++)
 	{
@@ -749,7 +779,9 @@ CollectFinished(long timeout_ms)
 
 	if (HttpInFlight() == 0)
 		return;
+	StopIfPostmasterDied();
 	n = HttpPoll(timeout_ms, done_buf, done_buf_len);
+	StopIfPostmasterDied();
 	for (int i = 0; i < n; i++)
 		QueueForRecording((Claimed *) done_buf[i]);
 	pg_atomic_write_u32(&my_shared->in_flight, (uint32) HttpInFlight());
@@ -830,7 +862,7 @@ ShutdownDispatcher(MemoryContext loop_cxt)
 
 	pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: shutting down");
 	while (HttpInFlight() > 0 && GetCurrentTimestamp() < deadline)
-		CollectFinished(MULTI_POLL_MS);
+		CollectFinished(MULTI_POLL_MS);	/* stops if the postmaster died */
 	if (HttpInFlight() > 0)
 	{
 		/* Abort what is left: not sent → released; sent → may have happened. */
@@ -887,7 +919,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	pg_atomic_write_u64(&my_shared->started_at, (uint64) GetCurrentTimestamp());
 	on_shmem_exit(ClearSlot, (Datum) 0);
 
-	done_buf_len = IDEMGATE_MAX_INFLIGHT_CAP;
+	done_buf_len = IDEMGATE_MAX_IN_FLIGHT;
 	done_buf = MemoryContextAlloc(TopMemoryContext, sizeof(HttpRequest *) * done_buf_len);
 	started = MemoryContextAlloc(TopMemoryContext, sizeof(Claimed *) * done_buf_len);
 	HttpInit();
@@ -906,6 +938,7 @@ IdemgateDispatcherMain(Datum main_arg)
 		bool		want_claim;
 
 		CHECK_FOR_INTERRUPTS();
+		StopIfPostmasterDied();
 		ReloadConfigIfPending();
 		MemoryContextReset(loop_cxt);
 		MemoryContextSwitchTo(loop_cxt);
@@ -915,7 +948,7 @@ IdemgateDispatcherMain(Datum main_arg)
 
 		CollectFinished(0);
 		in_flight = HttpInFlight();
-		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_INFLIGHT_CAP) - in_flight;
+		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) - in_flight;
 		batch = Min(IdemgateBatchSize, capacity);
 		refill = Max(1, Min(IdemgateBatchSize, IdemgateMaxInFlight) / 2);
 		now = GetCurrentTimestamp();
@@ -967,13 +1000,15 @@ IdemgateDispatcherMain(Datum main_arg)
 			next_housekeeping = TimestampTzPlusMilliseconds(now, HOUSEKEEPING_MS);
 			pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: housekeeping");
 			RunIfExists("idemgate.expire_approvals()", &expire_approvals_stmt, 0, loop_cxt);
+			StopIfPostmasterDied();
 			RunIfExists("idemgate.publish_alerts()", &publish_alerts_stmt, 0, loop_cxt);
+			StopIfPostmasterDied();
 			if (IdemgateRetentionSecs > 0 && now >= next_purge)
 			{
 				if (next_purge != 0)
 					RunIfExists("idemgate.purge(interval)", &purge_stmt,
 								(double) IdemgateRetentionSecs, loop_cxt);
-				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? 60 * 1000 : PURGE_INTERVAL_MS);
+				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? FIRST_PURGE_DELAY_MS : PURGE_INTERVAL_MS);
 			}
 		}
 
@@ -997,6 +1032,7 @@ IdemgateDispatcherMain(Datum main_arg)
 			now = GetCurrentTimestamp();
 			sleep_ms = (long) ((Min(next_poll, my_slot == 0 ? next_housekeeping : next_poll) - now) / 1000);
 			sleep_ms = Max(sleep_ms, 0);
+			pgstat_report_stat(true);	/* idle: flush what is pending */
 			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						   sleep_ms, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);

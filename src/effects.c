@@ -43,9 +43,8 @@ PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 
 /* Limits on one effect; generous, but a runaway input is refused early. */
 #define MAX_EFFECTS 1000
-#define MAX_TYPE_BYTES 200
-/* key (512) + type + target must fit the outbox unique index (2704 bytes) */
-#define MAX_TARGET_BYTES 1024
+#define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_TARGET_BYTES IDEMGATE_MAX_TARGET_BYTES
 
 /* One effect taken from the effects argument. */
 typedef struct ParsedEffect

@@ -159,6 +159,7 @@ IdemgateLauncherMain(Datum main_arg)
 		dboid = DatabaseOidByName(IdemgateDatabase);
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		pgstat_report_stat(false);
 		MemoryContextSwitchTo(loop_cxt);
 
 		if (!OidIsValid(dboid))

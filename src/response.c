@@ -118,3 +118,32 @@ ProviderIdFrom(const char *body, size_t len, const char *field)
 		return NULL;
 	return p.value;
 }
+
+/*
+ * ErrorBodyExcerpt returns the first ERROR_BODY_KEPT bytes of a failed
+ * response's body for last_error, cut at a character boundary (never half
+ * a multibyte character), or NULL when the body is empty. Bytes that are
+ * not valid in the database encoding end the excerpt there (a NUL byte
+ * too), so the text can always be stored. Never raises.
+ */
+char *
+ErrorBodyExcerpt(const char *body, size_t len)
+{
+	int			n;
+	char	   *out;
+
+	if (body == NULL || len == 0)
+		return NULL;
+	n = (int) Min(len, (size_t) ERROR_BODY_KEPT + MAX_MULTIBYTE_CHAR_LEN);
+	/* The longest valid prefix (stops at a NUL or an invalid sequence). */
+	n = pg_encoding_verifymbstr(GetDatabaseEncoding(), body, n);
+	/* At most ERROR_BODY_KEPT bytes, ending on a character boundary. */
+	if (n > ERROR_BODY_KEPT)
+		n = pg_encoding_mbcliplen(GetDatabaseEncoding(), body, n, ERROR_BODY_KEPT);
+	if (n <= 0)
+		return NULL;
+	out = palloc(n + 1);
+	memcpy(out, body, n);
+	out[n] = '\0';
+	return out;
+}

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/response.h
- *	  Reading what a provider answered: the provider id in a JSON body.
+ *	  Reading what a provider answered: the provider id in a JSON body, and
+ *	  the start of an error body.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,6 +16,10 @@
 /* Deepest JSON nesting parsed in a response body. */
 #define MAX_PROVIDER_JSON_DEPTH 100
 
+/* Most bytes of a failed response's body kept in last_error (SPEC §14). */
+#define ERROR_BODY_KEPT		1024
+
 extern char *ProviderIdFrom(const char *body, size_t len, const char *field);
+extern char *ErrorBodyExcerpt(const char *body, size_t len);
 
 #endif

@@ -214,6 +214,8 @@ typedef struct Options
 	long		retry_after_date;
 	bool		has_location;
 	char		location[2048];
+	char		error_body[256];	/* non-2xx body, repeated error_repeat times */
+	long		error_repeat;
 } Options;
 
 typedef enum ActionKind
@@ -1395,6 +1397,8 @@ ParseOptions(const Request *req, Options *opt)
 	opt->has_retry_after = false;
 	opt->has_retry_after_date = false;
 	opt->has_location = false;
+	opt->error_body[0] = '\0';
+	opt->error_repeat = 1;
 
 	while (q != NULL && q < qend)
 	{
@@ -1435,6 +1439,23 @@ ParseOptions(const Request *req, Options *opt)
 				opt->retry_after_date < -100L * 365 * 86400)
 				return false;
 			opt->has_retry_after_date = true;
+		}
+		else if (MemEq(k, klen, "error_body"))
+		{
+			if (!PercentDecode(v, vlen, opt->error_body, sizeof(opt->error_body)))
+				return false;
+		}
+		else if (MemEq(k, klen, "error_repeat"))
+		{
+			char		num[32];
+			char	   *endp;
+
+			if (!PercentDecode(v, vlen, num, sizeof(num)) || num[0] == '\0')
+				return false;
+			errno = 0;
+			opt->error_repeat = strtol(num, &endp, 10);
+			if (*endp != '\0' || errno != 0 || opt->error_repeat < 1 || opt->error_repeat > 4096)
+				return false;
 		}
 		else if (MemEq(k, klen, "location"))
 		{
@@ -1499,7 +1520,12 @@ ResultBody(Server *srv, int code, const Options *opt, uint64_t n)
 	Buf		   *b = &srv->body;
 
 	b->len = 0;
-	if (code < 200 || code > 299)
+	if ((code < 200 || code > 299) && opt != NULL && opt->error_body[0] != '\0')
+	{
+		for (long i = 0; i < opt->error_repeat; i++)
+			BufPuts(b, opt->error_body);
+	}
+	else if (code < 200 || code > 299)
 		BufPuts(b, "{\"error\":\"injected\"}");
 	else if (opt != NULL && opt->noid)
 		BufPuts(b, "{}");
