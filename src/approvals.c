@@ -48,6 +48,7 @@
 
 #include "approvals.h"
 #include "args.h"
+#include "doc_limits.h"
 #include "crypto.h"
 #include "effects.h"
 #include "deadletters.h"
@@ -301,12 +302,14 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	RequireArg(fcinfo, 3, "effects");
+	CheckDocumentArg(fcinfo, 3, "effects");
 	effects = PG_GETARG_JSONB_P(3);
 	effect_count = ValidateEffects(effects, "effects");
 	expires_in = IntervalArg(fcinfo, 4, "expires_in", 0, MAX_EXPIRES_IN_USECS,
 							 "An approval must expire, at most 30 days after it is requested.");
 	if (!PG_ARGISNULL(5))
 	{
+		CheckDocumentArg(fcinfo, 5, "card");
 		card = PG_GETARG_JSONB_P(5);
 		if (!JB_ROOT_IS_OBJECT(card))
 			ereport(ERROR,

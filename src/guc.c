@@ -13,6 +13,7 @@
 #include "utils/guc.h"
 
 #include "guc.h"
+#include "doc_limits.h"
 #include "idemgate_limits.h"
 
 char	   *IdemgateDatabase = NULL;
@@ -168,6 +169,8 @@ DefineIdemgateSettings(void)
 							"Failures in 10 minutes above which the failure-rate alert fires.",
 							NULL, &IdemgateAlertFailures, 10, 0, PG_INT32_MAX,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+
+	DefineDocumentLimitSettings();
 
 	MarkGUCPrefixReserved("idemgate");
 }
