@@ -28,6 +28,8 @@ int			IdemgateMaxLeaseLifeSecs = SECS_PER_HOUR;
 int			IdemgateMaxRunAttempts = 3;
 int			IdemgateRetentionSecs = IDEMGATE_DEFAULT_RETENTION_SECS;
 int			IdemgateAlertFailures = 10;
+int			IdemgateAlertStuckAfterSecs = 15 * 60;
+int			IdemgateAlertDispatcherMissingAfterSecs = 60;
 
 /*
  * CheckDatabaseName accepts a database name: 1..NAMEDATALEN-1 bytes. A
@@ -169,6 +171,16 @@ DefineIdemgateSettings(void)
 							"Failures in 10 minutes above which the failure-rate alert fires.",
 							NULL, &IdemgateAlertFailures, 10, 0, PG_INT32_MAX,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+
+	/* Read by the alerts view (idemgate.alert_instances) with current_setting. */
+	DefineCustomIntVariable("idemgate.alert_stuck_after",
+							"Age of due pending effects after which the stuck_effects alert fires.",
+							NULL, &IdemgateAlertStuckAfterSecs, 15 * 60, 1, 7 * 24 * 3600,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("idemgate.alert_dispatcher_missing_after",
+							"How long HTTP effects may be due with no running dispatcher serving the database before dispatcher_missing fires.",
+							NULL, &IdemgateAlertDispatcherMissingAfterSecs, 60, 0, 24 * 3600,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 
 	DefineDocumentLimitSettings();
 
