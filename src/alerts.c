@@ -13,6 +13,14 @@
  * alert that keeps firing is announced once, however many failures feed it,
  * and once more when it clears.
  *
+ * Anyone may LISTEN, so a payload carries only the alert's name, severity,
+ * state (firing or cleared) and time ("at": when the condition began, as
+ * in the alerts view's since; the transition time when it has none): no
+ * workflow names, effect types, keys, counts or messages. Listeners read
+ * the details from the alerts view, which needs the reader bundle. Several
+ * subjects of one alert changing together give one notification (equal
+ * payloads in one transaction are folded by PostgreSQL).
+ *
  * Several dispatchers may call publish_alerts every second. The table lock
  * (SHARE ROW EXCLUSIVE, self-conflicting) makes the compare-and-update one
  * step: the second caller waits, then sees the first one's state and sends
@@ -83,9 +91,8 @@ static SavedStatement publish_stmt = {
 	" UNION ALL"
 	" SELECT 'firing', * FROM fresh"
 	")"
-	" SELECT pg_catalog.json_build_object('alert', t.alert, 'subject', t.subject,"
-	"          'severity', t.severity, 'message', pg_catalog.\"left\"(t.message, 2000),"
-	"          'count', t.count, 'since', t.since, 'state', t.state)::text"
+	" SELECT pg_catalog.json_build_object('alert', t.alert, 'severity', t.severity,"
+	"          'state', t.state, 'at', COALESCE(t.since, pg_catalog.now()))::text"
 	" FROM transitions t ORDER BY t.state, t.alert, t.subject",
 	0, {InvalidOid}
 };
@@ -94,7 +101,7 @@ static SavedStatement publish_stmt = {
 static text *
 WorkflowArg(FunctionCallInfo fcinfo, int argno)
 {
-	return TextArg(fcinfo, argno, "name", 200);
+	return TextArg(fcinfo, argno, "name", IDEMGATE_MAX_NAME_BYTES);
 }
 
 /* SessionUserName names the role that called, for the audit trail. */

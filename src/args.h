@@ -14,10 +14,8 @@
 #include "datatype/timestamp.h"
 #include "utils/jsonb.h"
 
-/* Longest caller-supplied value echoed in an error message, in bytes. */
-#define IDEMGATE_MAX_ECHO_BYTES 64
-/* Longest error text kept by fail and fail_effect, in bytes (then a marker). */
-#define IDEMGATE_MAX_ERROR_BYTES 8192
+#include "idemgate_limits.h"
+
 #define IDEMGATE_TRUNCATED_MARKER " [truncated]"
 
 extern void RequireArg(FunctionCallInfo fcinfo, int argno, const char *name);

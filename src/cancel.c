@@ -39,8 +39,8 @@
 PG_FUNCTION_INFO_V1(idemgate_cancel_effect);
 PG_FUNCTION_INFO_V1(idemgate_cancel_approval);
 
-#define MAX_ACTOR_BYTES 200
-#define MAX_REASON_BYTES 2000
+#define MAX_ACTOR_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_REASON_BYTES IDEMGATE_MAX_REASON_BYTES
 
 static SavedStatement lock_effect_stmt = {
 	"SELECT state, idempotency_key, effect_type FROM idemgate.outbox"

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * src/deadletters.c
- *	  Operator recovery: reinject, reinject_all and resolve_effect.
+ *	  Dead letters: RecordDeadLetter writes them (for runs, approvals and
+ *	  the outbox); reinject, reinject_all and resolve_effect are the
+ *	  operator's way back.
  *
  * Design note. A dead letter is reinjected at most once: its row is locked
  * (FOR UPDATE) and reinjected_at is set in the same transaction as the
@@ -35,6 +37,7 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "deadletters.h"
 #include "events.h"
 #include "idemgate.h"
 #include "outbox.h"
@@ -45,6 +48,13 @@
 PG_FUNCTION_INFO_V1(idemgate_reinject);
 PG_FUNCTION_INFO_V1(idemgate_reinject_all);
 PG_FUNCTION_INFO_V1(idemgate_resolve_effect);
+
+static SavedStatement insert_dead_letter = {
+	"INSERT INTO idemgate.dead_letters (kind, idempotency_key, effect_id, effect_type, "
+	"payload, error_class, error, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+	"RETURNING id",
+	8, {TEXTOID, TEXTOID, UUIDOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID}
+};
 
 /* What reinjecting one dead letter did. */
 typedef enum ReinjectOutcome
@@ -253,7 +263,7 @@ idemgate_reinject(PG_FUNCTION_ARGS)
 
 	RequireArg(fcinfo, 0, "id");
 	id = PG_GETARG_INT64(0);
-	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", 200));
+	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES));
 
 	ConnectSPI();
 	outcome = ReinjectDeadLetter(id, actor, true);
@@ -278,14 +288,14 @@ idemgate_reinject_all(PG_FUNCTION_ARGS)
 	int64	   *ids;
 	int32		count = 0;
 
-	actor = text_to_cstring(TextArg(fcinfo, 0, "actor", 200));
+	actor = text_to_cstring(TextArg(fcinfo, 0, "actor", IDEMGATE_MAX_NAME_BYTES));
 	if (PG_ARGISNULL(1))
 	{
 		values[0] = (Datum) 0;
 		nulls[0] = 'n';
 	}
 	else
-		values[0] = PointerGetDatum(TextArg(fcinfo, 1, "effect_type", 200));
+		values[0] = PointerGetDatum(TextArg(fcinfo, 1, "effect_type", IDEMGATE_MAX_NAME_BYTES));
 	values[1] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
 	nulls[1] = PG_ARGISNULL(2) ? 'n' : ' ';
 
@@ -332,11 +342,11 @@ idemgate_resolve_effect(PG_FUNCTION_ARGS)
 	effect_id = PG_GETARG_UUID_P(0);
 	RequireArg(fcinfo, 1, "delivered");
 	delivered = PG_GETARG_BOOL(1);
-	actor = text_to_cstring(TextArg(fcinfo, 2, "actor", 200));
+	actor = text_to_cstring(TextArg(fcinfo, 2, "actor", IDEMGATE_MAX_NAME_BYTES));
 	if (!PG_ARGISNULL(3))
-		provider_id = text_to_cstring(TextArg(fcinfo, 3, "provider_id", 1000));
+		provider_id = text_to_cstring(TextArg(fcinfo, 3, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
 	if (!PG_ARGISNULL(4))
-		note = text_to_cstring(TextArg(fcinfo, 4, "note", 2000));
+		note = text_to_cstring(TextArg(fcinfo, 4, "note", IDEMGATE_MAX_REASON_BYTES));
 
 	ConnectSPI();
 	values[0] = UUIDPGetDatum(effect_id);
@@ -383,4 +393,44 @@ idemgate_resolve_effect(PG_FUNCTION_ARGS)
 		CompleteRunIfDone(key, actor);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(new_state));
+}
+
+/*
+ * RecordDeadLetter stores a failure with its full input and error, and
+ * records a matching event. Returns the dead letter id.
+ */
+int64
+RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
+				 const char *effect_type, Jsonb *payload,
+				 const char *error_class, const char *error, int attempts)
+{
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int64		id;
+	EventDetails details;
+
+	values[0] = CStringGetTextDatum(kind);
+	values[1] = PointerGetDatum(key);
+	values[2] = UUIDPGetDatum(effect_id);
+	nulls[2] = effect_id ? ' ' : 'n';
+	SetTextParam(values, nulls, 3, effect_type);
+	values[4] = JsonbPGetDatum(payload);
+	nulls[4] = payload ? ' ' : 'n';
+	SetTextParam(values, nulls, 5, error_class);
+	SetTextParam(values, nulls, 6, error);
+	values[7] = Int32GetDatum(attempts);
+
+	if (ExecSaved(&insert_dead_letter, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record dead letter");
+	id = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+
+	DetailsInit(&details);
+	DetailsInt(&details, "dead_letter_id", id);
+	DetailsText(&details, "error_class", error_class);
+	DetailsText(&details, "error", error);
+	DetailsInt(&details, "attempts", attempts);
+	RecordEvent(key, effect_id, "dead_lettered", NULL, DetailsFinish(&details));
+	return id;
 }

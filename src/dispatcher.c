@@ -126,12 +126,9 @@
 /* On SIGTERM, how long requests in flight may still finish. */
 #define SHUTDOWN_GRACE_MS	3000
 #define HOUSEKEEPING_MS		1000
-#define PURGE_INTERVAL_MS	(3600 * 1000)
-/* Upper bound of idemgate.max_in_flight. */
-#define IDEMGATE_MAX_INFLIGHT_CAP 1024
-
-/* Interface of SettleExpiredLeases (src/outbox.c). */
-extern int	SettleExpiredLeases(const char *effect_type_or_null);
+#define PURGE_INTERVAL_MS	(SECS_PER_HOUR * 1000)
+/* The first purge runs this long after the dispatcher starts. */
+#define FIRST_PURGE_DELAY_MS	(SECS_PER_MINUTE * 1000)
 
 /* A batch of claimed effects; its memory goes when its last effect is recorded. */
 typedef struct ClaimBatch
@@ -291,6 +288,7 @@ ReleaseItem(Claimed *it)
  * A failure with an HTTP status keeps the first 1 KB of the body after it
  * in last_error ("HTTP 400: {...}", see ErrorBodyExcerpt).
  *   other 4xx (and 1xx)             rejected
+ *   non-public address, not listed  rejected (http.c refused to connect)
  *   refused, DNS, reset, TLS        transport
  *   timeout or no response, request not yet sent      transport
  *   timeout or empty reply after the request was sent timeout_after_send
@@ -345,7 +343,7 @@ RecordOutcome(Claimed *it)
 	}
 	else
 	{
-		switch (r->curl_code)
+		switch (r->destination_refused ? CURLE_URL_MALFORMAT : r->curl_code)
 		{
 			case CURLE_COULDNT_RESOLVE_HOST:
 			case CURLE_COULDNT_RESOLVE_PROXY:
@@ -452,7 +450,7 @@ ClaimEffects(int limit)
 		it->attempt = DatumGetInt32(GetResultDatum(i, 2, &isnull));
 		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
 		timeout_ms = DatumGetInt64(GetResultDatum(i, 4, &isnull));
-		it->req.timeout_ms = (long) Max(Min(timeout_ms, INT64CONST(24) * 3600 * 1000), 1);
+		it->req.timeout_ms = (long) Max(Min(timeout_ms, (int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
 		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
 		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 6, &isnull)));
 
@@ -938,7 +936,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	DispatcherLeaseBegin(my_slot);
 	on_shmem_exit(ClearSlot, (Datum) 0);
 
-	done_buf_len = IDEMGATE_MAX_INFLIGHT_CAP;
+	done_buf_len = IDEMGATE_MAX_IN_FLIGHT;
 	done_buf = MemoryContextAlloc(TopMemoryContext, sizeof(HttpRequest *) * done_buf_len);
 	started = MemoryContextAlloc(TopMemoryContext, sizeof(Claimed *) * done_buf_len);
 	HttpInit();
@@ -967,7 +965,7 @@ IdemgateDispatcherMain(Datum main_arg)
 
 		CollectFinished(0);
 		in_flight = HttpInFlight();
-		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_INFLIGHT_CAP) - in_flight;
+		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) - in_flight;
 		batch = Min(IdemgateBatchSize, capacity);
 		refill = Max(1, Min(IdemgateBatchSize, IdemgateMaxInFlight) / 2);
 		now = GetCurrentTimestamp();
@@ -1027,7 +1025,7 @@ IdemgateDispatcherMain(Datum main_arg)
 				if (next_purge != 0)
 					RunIfExists("idemgate.purge(interval)", &purge_stmt,
 								(double) IdemgateRetentionSecs, loop_cxt);
-				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? 60 * 1000 : PURGE_INTERVAL_MS);
+				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? FIRST_PURGE_DELAY_MS : PURGE_INTERVAL_MS);
 			}
 		}
 

@@ -12,8 +12,7 @@
 #include "postgres.h"
 #include "port/atomics.h"
 
-/* Most dispatchers (the upper bound of idemgate.dispatchers). */
-#define IDEMGATE_MAX_DISPATCHERS 8
+#include "idemgate_limits.h"
 
 /*
  * One dispatcher's slot. pid and procno are written only by the dispatcher

@@ -10,15 +10,19 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "port/atomics.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "dispatcher_shmem.h"
+#include "guc.h"
 
 PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
 
 /*
  * idemgate_dispatcher_status implements dispatcher_status(): one row per
- * running dispatcher with its counters since it started.
+ * running dispatcher with its counters since it started, and the database
+ * it serves (every dispatcher connects to idemgate.database, fixed at
+ * server start).
  */
 Datum
 idemgate_dispatcher_status(PG_FUNCTION_ARGS)
@@ -31,8 +35,8 @@ idemgate_dispatcher_status(PG_FUNCTION_ARGS)
 	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
 	{
 		DispatcherSlot *s = &IdemgateShmem->slots[i];
-		Datum		values[10];
-		bool		nulls[10] = {0};
+		Datum		values[11];
+		bool		nulls[11] = {0};
 		int			pid = s->pid;
 		TimestampTz last = (TimestampTz) pg_atomic_read_u64(&s->last_round_at);
 
@@ -49,6 +53,11 @@ idemgate_dispatcher_status(PG_FUNCTION_ARGS)
 		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&s->released));
 		values[9] = TimestampTzGetDatum(last);
 		nulls[9] = (last == 0);
+		if (rsinfo->setDesc->natts > 10)	/* 1.0's signature has no database */
+		{
+			values[10] = CStringGetTextDatum(IdemgateDatabase ? IdemgateDatabase : "");
+			nulls[10] = (IdemgateDatabase == NULL);
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -35,9 +35,9 @@ PG_FUNCTION_INFO_V1(idemgate_pause_effect_type);
 PG_FUNCTION_INFO_V1(idemgate_resume_effect_type);
 PG_FUNCTION_INFO_V1(idemgate_unregister_endpoint);
 
-#define MAX_TYPE_BYTES 200
-#define MAX_ACTOR_BYTES 200
-#define MAX_REASON_BYTES 2000
+#define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_ACTOR_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_REASON_BYTES IDEMGATE_MAX_REASON_BYTES
 
 static SavedStatement paused_stmt = {
 	"SELECT 1 FROM idemgate.paused_effect_types"

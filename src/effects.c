@@ -31,6 +31,7 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "doc_limits.h"
 #include "crypto.h"
 #include "effects.h"
 #include "events.h"
@@ -43,9 +44,8 @@ PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 
 /* Limits on one effect; generous, but a runaway input is refused early. */
 #define MAX_EFFECTS 1000
-#define MAX_TYPE_BYTES 200
-/* key (512) + type + target must fit the outbox unique index (2704 bytes) */
-#define MAX_TARGET_BYTES 1024
+#define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_TARGET_BYTES IDEMGATE_MAX_TARGET_BYTES
 
 /* One effect taken from the effects argument. */
 typedef struct ParsedEffect
@@ -389,6 +389,7 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	RequireArg(fcinfo, 3, "effects");
+	CheckDocumentArg(fcinfo, 3, "effects");
 	effects = PG_GETARG_JSONB_P(3);
 	(void) ValidateEffects(effects, "effects");
 

@@ -6,7 +6,10 @@
  *	  URL registered for its type by an operator, never to a URL taken from
  *	  a payload; the URL is parsed with libcurl's own URL parser (the one
  *	  that will send the request, so the two cannot disagree); plain http
- *	  is allowed only to hosts the administrator listed.
+ *	  is allowed only to hosts the administrator listed; a host written as
+ *	  a private, loopback or otherwise non-public address is refused for
+ *	  every scheme unless listed (src/destinations.c; names are checked
+ *	  on the resolved address at connect time, src/http.c).
  *
  *	  Header values may hold secrets (API keys), so they are never written
  *	  to the audit trail, and only operators can read idemgate.endpoints.
@@ -27,6 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "args.h"
+#include "destinations.h"
 #include "endpoints.h"
 #include "events.h"
 #include "guc.h"
@@ -35,7 +39,7 @@
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
 
-#define MAX_TIMEOUT_USECS	((int64) 5 * 60 * USECS_PER_SEC)
+#define MAX_TIMEOUT_USECS	((int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * USECS_PER_SEC)
 #define MAX_HEADERS			50
 #define MAX_HEADER_NAME		256
 #define MAX_HEADER_VALUE	8192
@@ -163,6 +167,14 @@ EndpointUrlAllowed(const char *url, char **why)
 	if (reason == NULL && pg_strcasecmp(scheme, "http") == 0 && !HttpHostAllowed(host))
 		reason = psprintf("plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to %s",
 						  TruncateForMessage(host));
+	if (reason == NULL && !HttpHostAllowed(host))
+	{
+		char		refused[160];
+
+		if (NumericHostRefused(host, refused, sizeof(refused)))
+			reason = psprintf("%s; only hosts listed in idemgate.allowed_http_hosts may be non-public",
+							  refused);
+	}
 	if (reason != NULL)
 	{
 		*why = reason;
@@ -170,6 +182,24 @@ EndpointUrlAllowed(const char *url, char **why)
 	}
 	*why = NULL;
 	return true;
+}
+
+/* EndpointHostListed tells whether url's host is in idemgate.allowed_http_hosts. */
+bool
+EndpointHostListed(const char *url)
+{
+	CURLU	   *h = curl_url();
+	char	   *part = NULL;
+	bool		listed = false;
+
+	if (h == NULL)
+		return false;
+	if (curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+		curl_url_get(h, CURLUPART_HOST, &part, 0) == CURLUE_OK && part != NULL)
+		listed = HttpHostAllowed(part);
+	curl_free(part);
+	curl_url_cleanup(h);
+	return listed;
 }
 
 /* IsTokenChar tells whether c may appear in an HTTP header name (RFC 9110 tchar). */
@@ -265,8 +295,8 @@ CheckHeaders(Jsonb *headers)
 Datum
 idemgate_register_endpoint(PG_FUNCTION_ARGS)
 {
-	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", 200);
-	text	   *url = TextArg(fcinfo, 1, "url", 2048);
+	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", IDEMGATE_MAX_NAME_BYTES);
+	text	   *url = TextArg(fcinfo, 1, "url", IDEMGATE_MAX_URL_BYTES);
 	char	   *url_str = text_to_cstring(url);
 	char	   *why;
 	Interval   *timeout;
@@ -287,7 +317,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"url\" is not allowed: %s", why),
-				 errhint("Use an https:// URL, or add the host to idemgate.allowed_http_hosts for plain http.")));
+				 errhint("Use an https:// URL to a public host, or add the host to idemgate.allowed_http_hosts for plain http or a non-public address.")));
 	timeout = IntervalArg(fcinfo, 2, "timeout", 0, MAX_TIMEOUT_USECS, NULL);
 	RequireArg(fcinfo, 3, "max_attempts");
 	max_attempts = PG_GETARG_INT32(3);
@@ -300,7 +330,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 5, "headers");
 	headers = PG_GETARG_JSONB_P(5);
 	header_names = CheckHeaders(headers);
-	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", 200);
+	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", IDEMGATE_MAX_NAME_BYTES);
 
 	ConnectSPI();
 	values[0] = PointerGetDatum(effect_type);

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * src/events.c
- *	  Writes the audit trail and dead letters. Callers are already inside
- *	  SPI and inside the transaction that changes the state, so the event
- *	  commits or rolls back with the change it describes.
+ *	  Writes the audit trail. Callers are already inside SPI and inside the
+ *	  transaction that changes the state, so the event commits or rolls
+ *	  back with the change it describes. Dead letters: src/deadletters.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,12 +23,6 @@ static SavedStatement insert_event = {
 	5, {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID}
 };
 
-static SavedStatement insert_dead_letter = {
-	"INSERT INTO idemgate.dead_letters (kind, idempotency_key, effect_id, effect_type, "
-	"payload, error_class, error, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
-	"RETURNING id",
-	8, {TEXTOID, TEXTOID, UUIDOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID}
-};
 
 /* DetailsInit starts an empty details object. */
 void
@@ -113,44 +107,4 @@ RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 
 	if (ExecSaved(&insert_event, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record event \"%s\"", kind);
-}
-
-/*
- * RecordDeadLetter stores a failure with its full input and error, and
- * records a matching event. Returns the dead letter id.
- */
-int64
-RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
-				 const char *effect_type, Jsonb *payload,
-				 const char *error_class, const char *error, int attempts)
-{
-	Datum		values[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
-	int64		id;
-	EventDetails details;
-
-	values[0] = CStringGetTextDatum(kind);
-	values[1] = PointerGetDatum(key);
-	values[2] = UUIDPGetDatum(effect_id);
-	nulls[2] = effect_id ? ' ' : 'n';
-	SetTextParam(values, nulls, 3, effect_type);
-	values[4] = JsonbPGetDatum(payload);
-	nulls[4] = payload ? ' ' : 'n';
-	SetTextParam(values, nulls, 5, error_class);
-	SetTextParam(values, nulls, 6, error);
-	values[7] = Int32GetDatum(attempts);
-
-	if (ExecSaved(&insert_dead_letter, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not record dead letter");
-	id = DatumGetInt64(GetResultDatum(0, 1, &isnull));
-
-	DetailsInit(&details);
-	DetailsInt(&details, "dead_letter_id", id);
-	DetailsText(&details, "error_class", error_class);
-	DetailsText(&details, "error", error);
-	DetailsInt(&details, "attempts", attempts);
-	RecordEvent(key, effect_id, "dead_lettered", NULL, DetailsFinish(&details));
-	return id;
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * src/events.h
- *	  The audit trail (idemgate.events) and dead letters.
+ *	  The audit trail (idemgate.events).
  *
  *-------------------------------------------------------------------------
  */
@@ -29,9 +29,5 @@ extern Jsonb *DetailsFinish(EventDetails *d);
 
 extern void RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 						const char *actor, Jsonb *details);
-extern int64 RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
-							  const char *effect_type, Jsonb *payload,
-							  const char *error_class, const char *error,
-							  int attempts);
 
 #endif

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * src/guc.c
- *	  Definitions of the idemgate.* settings. Ranges are enforced here so
- *	  that the rest of the code can trust the values.
+ *	  Definitions of the idemgate.* settings. Ranges (src/idemgate_limits.h)
+ *	  and shapes (check hooks) are enforced here, so the rest of the code
+ *	  can trust the values.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +13,8 @@
 #include "utils/guc.h"
 
 #include "guc.h"
+#include "doc_limits.h"
+#include "idemgate_limits.h"
 
 char	   *IdemgateDatabase = NULL;
 int			IdemgateDispatchers = 1;
@@ -20,11 +23,92 @@ int			IdemgatePollIntervalMs = 1000;
 int			IdemgateMaxInFlight = 64;
 bool		IdemgateActionsEnabled = true;
 char	   *IdemgateAllowedHttpHosts = NULL;
-int			IdemgateMaxBackoffSecs = 3600;
-int			IdemgateMaxLeaseLifeSecs = 3600;
+int			IdemgateMaxBackoffSecs = SECS_PER_HOUR;
+int			IdemgateMaxLeaseLifeSecs = SECS_PER_HOUR;
 int			IdemgateMaxRunAttempts = 3;
-int			IdemgateRetentionSecs = 30 * 24 * 3600;
+int			IdemgateRetentionSecs = IDEMGATE_DEFAULT_RETENTION_SECS;
 int			IdemgateAlertFailures = 10;
+int			IdemgateAlertStuckAfterSecs = 15 * 60;
+int			IdemgateAlertDispatcherMissingAfterSecs = 60;
+
+/*
+ * CheckDatabaseName accepts a database name: 1..NAMEDATALEN-1 bytes. A
+ * longer one would be silently truncated by the catalog lookup.
+ */
+static bool
+CheckDatabaseName(char **newval, void **extra, GucSource source)
+{
+	size_t		len = *newval ? strlen(*newval) : 0;
+
+	if (len == 0 || len >= NAMEDATALEN)
+	{
+		GUC_check_errdetail("idemgate.database must name a database (1 to %d bytes).",
+							NAMEDATALEN - 1);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * CheckHostList accepts a comma-separated list of host names and IP
+ * literals (IPv6 with or without brackets, items may be double-quoted):
+ * no empty item, no scheme, port, path or user part, no white space
+ * inside a name (one colon is a port; IPv6 has two or more). Empty as a
+ * whole means no plain-http host is allowed.
+ */
+static bool
+CheckHostList(char **newval, void **extra, GucSource source)
+{
+	const char *p = *newval ? *newval : "";
+
+	if (*p == '\0')
+		return true;
+	for (;;)
+	{
+		const char *end = strchr(p, ',');
+		size_t		len = end ? (size_t) (end - p) : strlen(p);
+		const char *s = p;
+		const char *e = p + len;
+		bool		bracketed;
+		int			colons;
+
+		while (s < e && (*s == ' ' || *s == '\t' || *s == '"'))
+			s++;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '"'))
+			e--;
+		if (s == e)
+		{
+			GUC_check_errdetail("idemgate.allowed_http_hosts has an empty item.");
+			return false;
+		}
+		bracketed = (*s == '[' && e[-1] == ']' && e - s > 2);
+		for (const char *c = s + (bracketed ? 1 : 0); c < e - (bracketed ? 1 : 0); c++)
+		{
+			if (!(isalnum((unsigned char) *c) || *c == '.' || *c == '-' ||
+				  *c == '_' || *c == ':' || *c == '%'))
+			{
+				GUC_check_errdetail("idemgate.allowed_http_hosts item \"%.*s\" is not a host name or IP address.",
+									(int) Min(e - s, 64), s);
+				GUC_check_errhint("List host names only, e.g. 'localhost,127.0.0.1,::1': no scheme, port or path.");
+				return false;
+			}
+		}
+		colons = 0;
+		for (const char *c = s; c < e; c++)
+			colons += (*c == ':');
+		if (colons == 1)
+		{
+			GUC_check_errdetail("idemgate.allowed_http_hosts item \"%.*s\" has a port.",
+								(int) Min(e - s, 64), s);
+			GUC_check_errhint("List host names only, e.g. 'localhost,127.0.0.1,::1': no scheme, port or path.");
+			return false;
+		}
+		if (end == NULL)
+			break;
+		p = end + 1;
+	}
+	return true;
+}
 
 /* DefineIdemgateSettings registers every idemgate.* setting. */
 void
@@ -40,10 +124,11 @@ DefineIdemgateSettings(void)
 		DefineCustomStringVariable("idemgate.database",
 								   "Database in which the dispatcher delivers effects.",
 								   NULL, &IdemgateDatabase, "postgres",
-								   PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
+								   PGC_POSTMASTER, GUC_SUPERUSER_ONLY,
+								   CheckDatabaseName, NULL, NULL);
 		DefineCustomIntVariable("idemgate.dispatchers",
 								"Number of dispatcher background workers.",
-								NULL, &IdemgateDispatchers, 1, 0, 8,
+								NULL, &IdemgateDispatchers, 1, 0, IDEMGATE_MAX_DISPATCHERS,
 								PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	}
 	DefineCustomIntVariable("idemgate.batch_size",
@@ -56,7 +141,7 @@ DefineIdemgateSettings(void)
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_in_flight",
 							"Most HTTP requests a dispatcher has in flight at once.",
-							NULL, &IdemgateMaxInFlight, 64, 1, 1024,
+							NULL, &IdemgateMaxInFlight, 64, 1, IDEMGATE_MAX_IN_FLIGHT,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("idemgate.actions_enabled",
 							 "External sends happen only when this and idemgate.set_actions_enabled() are both on.",
@@ -65,14 +150,14 @@ DefineIdemgateSettings(void)
 	DefineCustomStringVariable("idemgate.allowed_http_hosts",
 							   "Hosts to which plain http:// endpoints may be registered (comma-separated).",
 							   NULL, &IdemgateAllowedHttpHosts, "localhost,127.0.0.1,::1",
-							   PGC_SIGHUP, GUC_LIST_INPUT, NULL, NULL, NULL);
+							   PGC_SIGHUP, GUC_LIST_INPUT, CheckHostList, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_backoff",
 							"Longest wait between two attempts of an effect.",
-							NULL, &IdemgateMaxBackoffSecs, 3600, 1, 7 * 24 * 3600,
+							NULL, &IdemgateMaxBackoffSecs, SECS_PER_HOUR, 1, IDEMGATE_MAX_WAIT_SETTING_SECS,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_lease_life",
 							"Longest total life of a run's lease, renewals included.",
-							NULL, &IdemgateMaxLeaseLifeSecs, 3600, 1, 7 * 24 * 3600,
+							NULL, &IdemgateMaxLeaseLifeSecs, SECS_PER_HOUR, 1, IDEMGATE_MAX_WAIT_SETTING_SECS,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_run_attempts",
 							"Failures after which a retryable run failure becomes terminal.",
@@ -80,12 +165,24 @@ DefineIdemgateSettings(void)
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.retention",
 							"Age after which the dispatcher purges finished runs; 0 disables.",
-							NULL, &IdemgateRetentionSecs, 30 * 24 * 3600, 0, PG_INT32_MAX,
+							NULL, &IdemgateRetentionSecs, IDEMGATE_DEFAULT_RETENTION_SECS, 0, PG_INT32_MAX,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.alert_failures",
 							"Failures in 10 minutes above which the failure-rate alert fires.",
 							NULL, &IdemgateAlertFailures, 10, 0, PG_INT32_MAX,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+
+	/* Read by the alerts view (idemgate.alert_instances) with current_setting. */
+	DefineCustomIntVariable("idemgate.alert_stuck_after",
+							"Age of due pending effects after which the stuck_effects alert fires.",
+							NULL, &IdemgateAlertStuckAfterSecs, 15 * 60, 1, 7 * 24 * 3600,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("idemgate.alert_dispatcher_missing_after",
+							"How long HTTP effects may be due with no running dispatcher serving the database before dispatcher_missing fires.",
+							NULL, &IdemgateAlertDispatcherMissingAfterSecs, 60, 0, 24 * 3600,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineDocumentLimitSettings();
 
 	MarkGUCPrefixReserved("idemgate");
 }

@@ -20,6 +20,8 @@ extern int	IdemgateMaxLeaseLifeSecs;
 extern int	IdemgateMaxRunAttempts;
 extern int	IdemgateRetentionSecs;
 extern int	IdemgateAlertFailures;
+extern int	IdemgateAlertStuckAfterSecs;
+extern int	IdemgateAlertDispatcherMissingAfterSecs;
 
 extern void DefineIdemgateSettings(void);
 

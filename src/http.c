@@ -16,6 +16,17 @@
  * (CURLOPT_NOSIGNAL, required in a multi-process server), a total timeout
  * (CURLOPT_TIMEOUT_MS) and no "Expect: 100-continue" round trip.
  *
+ * Destinations (SPEC §15). Every connection goes through OpenSocket, which
+ * sees the address libcurl resolved and is about to connect to, for every
+ * scheme: a non-public address (src/destinations.c) is refused before any
+ * packet is sent, unless the URL's host is listed in
+ * idemgate.allowed_http_hosts. libcurl then tries the name's other
+ * addresses; when none is allowed the request fails with
+ * destination_refused set and the address in error, and the dispatcher
+ * records a rejected failure. Proxies are disabled (CURLOPT_PROXY ""), so
+ * the address checked is the provider's, not a proxy's from the
+ * environment.
+ *
  * "Was the request sent?" (HttpRequestWasSent). A request counts as sent as
  * soon as any byte of a response arrived, or when libcurl reports that it
  * wrote the request headers (CURLINFO_REQUEST_SIZE > 0) and the whole body
@@ -29,14 +40,21 @@
 #include "postgres.h"
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "datatype/timestamp.h"
 
+#include "destinations.h"
+#include "endpoints.h"
 #include "http.h"
 #include "guc.h"
+#include "idemgate_limits.h"
 
-#define HTTP_POOL_MAX 1024
+/* Idle handles kept: one per request slot. */
+#define HTTP_POOL_MAX IDEMGATE_MAX_IN_FLIGHT
+/* Connections kept alive between rounds, at least. */
+#define MIN_KEPT_CONNECTIONS 8
 
 static CURLM *multi = NULL;
 static CURL *idle_pool[HTTP_POOL_MAX];
@@ -56,7 +74,7 @@ HttpInit(void)
 	if (multi == NULL)
 		elog(ERROR, "curl_multi_init failed");
 	/* Keep at least one connection per request slot alive between rounds. */
-	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) Max(IdemgateMaxInFlight, 8));
+	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) Max(IdemgateMaxInFlight, MIN_KEPT_CONNECTIONS));
 }
 
 /* HttpShutdown closes every connection and handle. */
@@ -182,8 +200,8 @@ ParseRetryAfter(const char *v)
 	for (p = v; *p >= '0' && *p <= '9'; p++)
 	{
 		secs = secs * 10 + (*p - '0');
-		if (secs > INT64CONST(365) * 24 * 3600)
-			secs = INT64CONST(365) * 24 * 3600;
+		if (secs > IDEMGATE_MAX_RETRY_AFTER_SECS)
+			secs = IDEMGATE_MAX_RETRY_AFTER_SECS;
 	}
 	if (p != v && *p == '\0')
 		return secs * USECS_PER_SEC;
@@ -195,6 +213,24 @@ ParseRetryAfter(const char *v)
 			return -1;
 		return when > now ? (int64) (when - now) * USECS_PER_SEC : 0;
 	}
+}
+
+/*
+ * OpenSocket opens the socket for a connection unless its address is
+ * non-public and the host is not listed (see the header comment).
+ */
+static curl_socket_t
+OpenSocket(void *clientp, curlsocktype purpose, struct curl_sockaddr *address)
+{
+	HttpRequest *req = (HttpRequest *) clientp;
+
+	if (!req->host_listed &&
+		DestinationRefused(&address->addr, req->refused_why, sizeof(req->refused_why)))
+	{
+		req->destination_refused = true;
+		return CURL_SOCKET_BAD;
+	}
+	return socket(address->family, address->socktype, address->protocol);
 }
 
 /* HttpRequestWasSent applies the rule in the header comment. */
@@ -232,7 +268,10 @@ FinishRequest(HttpRequest *req, CURLcode code)
 		req->os_errno = (int) os_errno;
 	}
 	req->retry_after_usecs = ParseRetryAfter(req->retry_after_raw);
-	if (code != CURLE_OK && req->error[0] == '\0')
+	if (code != CURLE_OK && req->destination_refused)
+		snprintf(req->error, sizeof(req->error), "%s; not listed in idemgate.allowed_http_hosts",
+				 req->refused_why);
+	else if (code != CURLE_OK && req->error[0] == '\0')
 		strlcpy(req->error, curl_easy_strerror(code), sizeof(req->error));
 
 	if (req->in_multi)
@@ -280,6 +319,9 @@ HttpStart(HttpRequest *req)
 	req->in_multi = false;
 	req->body_sent = 0;
 	req->os_errno = 0;
+	req->destination_refused = false;
+	req->refused_why[0] = '\0';
+	req->host_listed = EndpointHostListed(req->url);
 
 	if (idle_count > 0)
 	{
@@ -335,6 +377,9 @@ HttpStart(HttpRequest *req)
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, req->error);
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, OpenSocket);
+	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, req);
+	curl_easy_setopt(easy, CURLOPT_PROXY, "");
 
 	in_flight++;
 	req->flight_prev = NULL;

@@ -27,6 +27,7 @@ typedef struct HttpRequest
 	const char *const *headers;	/* "Name: value" lines */
 	int			nheaders;
 	long		timeout_ms;
+	bool		host_listed;	/* set by HttpStart: may connect to non-public addresses */
 
 	/* response */
 	bool		finished;
@@ -38,12 +39,14 @@ typedef struct HttpRequest
 	size_t		resp_len;
 	char		error[256];		/* human-readable transport error */
 	int			os_errno;		/* errno of the last socket failure, 0 if none */
+	bool		destination_refused;	/* connect refused: non-public address (error says which) */
 
 	/* private */
 	void	   *easy;
 	void	   *header_list;
 	char	   *retry_after_raw;
 	bool		response_started;
+	char		refused_why[160];
 	bool		in_multi;
 	size_t		body_sent;
 	struct HttpRequest *flight_prev;

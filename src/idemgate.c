@@ -11,6 +11,7 @@
 #include "miscadmin.h"
 
 #include "dispatcher.h"
+#include "extension_notice.h"
 #include "guc.h"
 #include "dispatcher_shmem.h"
 
@@ -29,5 +30,6 @@ _PG_init(void)
 	{
 		IdemgateShmemInit();
 		RegisterIdemgateLauncher();
+		InstallExtensionNotice();
 	}
 }

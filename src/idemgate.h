@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/idemgate.h
- *	  Shared declarations for the idemgate extension: our own SQLSTATEs and
- *	  the names of the run and effect states.
+ *	  Shared declarations for the idemgate extension: our own SQLSTATEs
+ *	  (and, through idemgate_limits.h, every limit).
  *
  *-------------------------------------------------------------------------
  */
@@ -10,6 +10,7 @@
 #define IDEMGATE_H
 
 #include "postgres.h"
+#include "idemgate_limits.h"
 
 /* Same idempotency key arrived with a different payload. */
 #define ERRCODE_IDEMGATE_PAYLOAD_MISMATCH	MAKE_SQLSTATE('I','G','0','0','1')
@@ -17,8 +18,5 @@
 #define ERRCODE_IDEMGATE_ILLEGAL_TRANSITION	MAKE_SQLSTATE('I','G','0','0','2')
 /* Unknown key, effect or dead letter where one is required. */
 #define ERRCODE_IDEMGATE_UNKNOWN_OBJECT		MAKE_SQLSTATE('I','G','0','0','3')
-
-/* Longest idempotency key, in bytes. */
-#define IDEMGATE_MAX_KEY_BYTES 512
 
 #endif							/* IDEMGATE_H */

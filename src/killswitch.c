@@ -96,8 +96,8 @@ idemgate_set_actions_enabled(PG_FUNCTION_ARGS)
 
 	RequireArg(fcinfo, 0, "enabled");
 	enabled = PG_GETARG_BOOL(0);
-	actor = TextArg(fcinfo, 1, "actor", 200);
-	reason = TextArg(fcinfo, 2, "reason", 2000);
+	actor = TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES);
+	reason = TextArg(fcinfo, 2, "reason", IDEMGATE_MAX_REASON_BYTES);
 
 	ConnectSPI();
 	values[0] = BoolGetDatum(enabled);

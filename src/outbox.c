@@ -49,12 +49,14 @@
 #include "args.h"
 #include "backoff.h"
 #include "crypto.h"
+#include "deadletters.h"
 #include "effect_types.h"
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
 #include "killswitch.h"
 #include "outbox.h"
+#include "pull_grants.h"
 #include "runs.h"
 #include "spi_util.h"
 #include "dispatcher_shmem.h"
@@ -66,7 +68,7 @@ PG_FUNCTION_INFO_V1(idemgate_fail_effect);
 /* Attempts allowed when the effect's type has no registered endpoint. */
 #define DEFAULT_MAX_ATTEMPTS 3
 /* Longest lease claim_effects hands out. */
-#define MAX_EFFECT_LEASE_USECS ((int64) 3600 * USECS_PER_SEC)
+#define MAX_EFFECT_LEASE_USECS ((int64) SECS_PER_HOUR * USECS_PER_SEC)
 /* Expired leases settled per call (the rest on the next call). */
 #define SETTLE_BATCH 1000
 
@@ -441,7 +443,7 @@ SettleExpiredLeases(const char *effect_type)
 static char *
 EffectTypeArg(FunctionCallInfo fcinfo, int argno)
 {
-	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", 200));
+	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", IDEMGATE_MAX_NAME_BYTES));
 }
 
 /* StatusArg returns an optional HTTP status argument (0 when NULL). */
@@ -489,6 +491,7 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
+	CheckPullAllowed(effect_type);
 	SettleExpiredLeases(effect_type);
 	if (!ActionsEnabled() || EffectTypePaused(effect_type))
 	{
@@ -534,10 +537,11 @@ idemgate_complete_effect(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 1, "owner");
 	owner = PG_GETARG_UUID_P(1);
 	if (!PG_ARGISNULL(2))
-		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", 1000));
+		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
 	status = StatusArg(fcinfo, 3);
 
 	ConnectSPI();
+	CheckPullAllowedForEffect(effect_id);
 	done = CompleteEffect(effect_id, owner, provider_id, status);
 	SPI_finish();
 	PG_RETURN_BOOL(done);
@@ -585,6 +589,7 @@ idemgate_fail_effect(PG_FUNCTION_ARGS)
 	status = StatusArg(fcinfo, 5);
 
 	ConnectSPI();
+	CheckPullAllowedForEffect(effect_id);
 	new_state = FailEffect(effect_id, owner, error_class, error, retry_after, status);
 	SPI_finish();
 	if (new_state == NULL)

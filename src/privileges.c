@@ -12,6 +12,13 @@
  * bundle_members_canonical stores it as regprocedure output, computed with
  * the pinned search_path (schema-qualified), and rejects unknown functions.
  *
+ * Concurrency. Two GRANTs or REVOKEs on one object update the same catalog
+ * row: run at once they fail with "tuple concurrently updated" (XX000) or
+ * deadlock on each other's rows. Both functions therefore first take
+ * granted_bundles in SHARE ROW EXCLUSIVE mode (self-conflicting, readers
+ * not blocked) until the end of the transaction: calls run one after the
+ * other, each seeing the catalog its predecessor committed.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -31,6 +38,11 @@
 PG_FUNCTION_INFO_V1(idemgate_grant_role);
 PG_FUNCTION_INFO_V1(idemgate_revoke_role);
 PG_FUNCTION_INFO_V1(idemgate_bundle_members_canonical);
+
+static SavedStatement serialise_stmt = {
+	"LOCK TABLE idemgate.granted_bundles IN SHARE ROW EXCLUSIVE MODE",
+	0, {InvalidOid}
+};
 
 static SavedStatement bundle_members_stmt = {
 	"SELECT fn, rel::text FROM idemgate.bundle_members"
@@ -146,6 +158,14 @@ RoleArg(FunctionCallInfo fcinfo, int argno, Oid *roleid)
 	return quote_identifier(name);
 }
 
+/* SerialiseGrants waits for other grant_role / revoke_role calls to commit. */
+static void
+SerialiseGrants(void)
+{
+	if (ExecSaved(&serialise_stmt, NULL, NULL, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not lock idemgate.granted_bundles");
+}
+
 /* idemgate_grant_role implements grant_role(role, bundle). */
 Datum
 idemgate_grant_role(PG_FUNCTION_ARGS)
@@ -159,6 +179,7 @@ idemgate_grant_role(PG_FUNCTION_ARGS)
 	bundle = BundleArg(fcinfo, 1);
 
 	ConnectSPI();
+	SerialiseGrants();
 	ApplyBundles(SingleBundle(bundle), role, true);
 	values[0] = ObjectIdGetDatum(roleid);
 	values[1] = CStringGetTextDatum(bundle);
@@ -189,6 +210,7 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 	bundle = BundleArg(fcinfo, 1);
 
 	ConnectSPI();
+	SerialiseGrants();
 	values[0] = ObjectIdGetDatum(roleid);
 	values[1] = CStringGetTextDatum(bundle);
 	if (ExecSaved(&forget_grant_stmt, values, NULL, false, 0) != SPI_OK_DELETE)

@@ -11,7 +11,7 @@
  *     still find the run and its effect, and the dead letter holds the
  *     input a person has to look at;
  *   - one of its effects is not settled (pending, sending or unknown): an
- *     operator still has to resolve or deliver it.
+ *     operator still has to resolve, cancel or deliver it.
  * Candidate runs are locked FOR UPDATE SKIP LOCKED, so a purge never waits
  * for, nor races with, a transaction working on one of them; a skipped run
  * is purged next time. Everything happens in one statement (a saved plan).
@@ -50,7 +50,7 @@ static SavedStatement purge_stmt = {
 	"                   WHERE d.idempotency_key = r.idempotency_key AND d.reinjected_at IS NULL)"
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
 	"                   WHERE o.idempotency_key = r.idempotency_key"
-	"                     AND o.state NOT IN ('completed', 'failed'))"
+	"                     AND o.state NOT IN ('completed', 'failed', 'cancelled'))"
 	" FOR UPDATE OF r SKIP LOCKED"
 	"), ev AS ("
 	" DELETE FROM idemgate.events e USING doomed x"

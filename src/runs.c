@@ -37,7 +37,9 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "doc_limits.h"
 #include "crypto.h"
+#include "deadletters.h"
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
@@ -54,7 +56,7 @@ PG_FUNCTION_INFO_V1(idemgate_fail);
 PG_FUNCTION_INFO_V1(idemgate_supersede);
 
 /* A workflow name is indexed; bounded like a watch_workflow name. */
-#define MAX_WORKFLOW_BYTES 200
+#define MAX_WORKFLOW_BYTES IDEMGATE_MAX_NAME_BYTES
 
 static const char *const run_states[] = {
 	"processing", "awaiting_human", "approved",
@@ -64,6 +66,8 @@ static const char *const run_states[] = {
 /*
  * The claim statement: insert, or take over a retryable or expired run with
  * the same payload. version is 0 exactly when the row was just inserted.
+ * The time inside DO UPDATE comes from excluded.* (lease_started_at is
+ * now()), never from a function call there.
  */
 static SavedStatement claim_stmt = {
 	"INSERT INTO idemgate.runs AS r (idempotency_key, workflow, state, payload_hash, payload,"
@@ -73,10 +77,10 @@ static SavedStatement claim_stmt = {
 	" SET state = 'processing', lease_owner = excluded.lease_owner,"
 	"     lease_expires_at = excluded.lease_expires_at,"
 	"     lease_started_at = excluded.lease_started_at,"
-	"     version = r.version + 1, updated_at = pg_catalog.now()"
+	"     version = r.version + 1, updated_at = excluded.lease_started_at"
 	" WHERE r.payload_hash = excluded.payload_hash"
 	"   AND (r.state = 'failed_retryable'"
-	"        OR (r.state = 'processing' AND r.lease_expires_at < pg_catalog.now()))"
+	"        OR (r.state = 'processing' AND r.lease_expires_at < excluded.lease_started_at))"
 	" RETURNING r.idempotency_key, r.state, r.lease_owner, r.version, r.result, r.workflow",
 	7, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID}
 };
@@ -225,6 +229,9 @@ SetRunState(text *key, const char *from_state, const char *to_state,
 	int64		version;
 	EventDetails details;
 
+	/* The rule the runs_state_check constraint used to enforce (1.0). */
+	if (!IsRunState(to_state))
+		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
 	values[0] = PointerGetDatum(key);
 	values[1] = CStringGetTextDatum(to_state);
 	values[2] = JsonbPGetDatum(result);
@@ -423,6 +430,7 @@ idemgate_claim(PG_FUNCTION_ARGS)
 	ClaimResult res;
 
 	RequireArg(fcinfo, 1, "payload");
+	CheckDocumentArg(fcinfo, 1, "payload");
 	payload = PG_GETARG_JSONB_P(1);
 	lease = LeaseArg(fcinfo, 2, "lease");
 
@@ -528,6 +536,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	JsonbIteratorToken tok;
 
 	RequireArg(fcinfo, 0, "request");
+	CheckDocumentArg(fcinfo, 0, "request");
 	request = PG_GETARG_JSONB_P(0);
 	if (!JB_ROOT_IS_OBJECT(request))
 		ereport(ERROR,
@@ -700,6 +709,7 @@ idemgate_cas_transition(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	new_state = StateArg(fcinfo, 3, "new_state");
+	CheckDocumentArg(fcinfo, 4, "result");
 	result = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
 
 	ConnectSPI();
@@ -785,7 +795,7 @@ idemgate_fail(PG_FUNCTION_ARGS)
 	owner = PG_GETARG_UUID_P(1);
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
-	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", 100));
+	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", IDEMGATE_MAX_ERROR_CLASS_BYTES));
 	error = PG_ARGISNULL(4) ? NULL : ClipErrorText(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	RequireArg(fcinfo, 5, "retryable");
 	retryable = PG_GETARG_BOOL(5);
@@ -845,9 +855,10 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 	ClaimResult res;
 
 	RequireArg(fcinfo, 2, "payload");
+	CheckDocumentArg(fcinfo, 2, "payload");
 	payload = PG_GETARG_JSONB_P(2);
-	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", 200));
-	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", 2000));
+	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", IDEMGATE_MAX_NAME_BYTES));
+	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", IDEMGATE_MAX_REASON_BYTES));
 	lease = LeaseArg(fcinfo, 5, "lease");
 	if (VARSIZE_ANY_EXHDR(original) == VARSIZE_ANY_EXHDR(new_key) &&
 		memcmp(VARDATA_ANY(original), VARDATA_ANY(new_key), VARSIZE_ANY_EXHDR(new_key)) == 0)

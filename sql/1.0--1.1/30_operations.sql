@@ -112,6 +112,220 @@ INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
     ('operator', 'idemgate.effect_types'),
     ('operator', 'idemgate.paused_effect_types');
 
+-- dispatcher_status() gains the database each dispatcher serves. The
+-- result type changes, so the function is made again; roles holding a
+-- bundle get EXECUTE back below (bundle_members names it by signature).
+DROP FUNCTION idemgate.dispatcher_status();
+CREATE FUNCTION idemgate.dispatcher_status()
+RETURNS TABLE(slot integer, pid integer, started_at timestamptz, in_flight integer,
+              rounds bigint, claimed bigint, completed bigint, failed bigint,
+              released bigint, last_round_at timestamptz, database text)
+LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'idemgate_dispatcher_status';
+COMMENT ON FUNCTION idemgate.dispatcher_status() IS
+'One row per running dispatcher (none without shared_preload_libraries): requests in flight, counters since it started (claimed, completed, failed, released back to pending by the kill switch or a pause) and the database it serves (idemgate.database)';
+REVOKE EXECUTE ON FUNCTION idemgate.dispatcher_status() FROM PUBLIC;
+
+-- Alerts (SPEC §14): the 1.0 alerts plus
+--   stuck_effects      per type: pending effects of approved runs due for
+--                      longer than idemgate.alert_stuck_after (default 15 min),
+--                      whether or not anything could take them (no endpoint
+--                      and no puller, paused, kill switch off);
+--   dispatcher_missing HTTP effects (their type has an endpoint) due for longer
+--                      than idemgate.alert_dispatcher_missing_after (default
+--                      1 min) in a database no running dispatcher serves;
+--   kill_switch_off    (info) while the switch or the setting is off;
+--   type_paused        (info) per paused type.
+-- The message of an alert without a since (the setting turned the kill
+-- switch off) has no "since" part.
+CREATE OR REPLACE VIEW idemgate.alert_instances AS
+WITH settings AS (
+    SELECT COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_failures', true), '')::bigint,
+                    10) AS max_failures,
+           COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_stuck_after', true), '')::interval,
+                    interval '15 minutes') AS stuck_after,
+           COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_dispatcher_missing_after', true), '')::interval,
+                    interval '1 minute') AS missing_after,
+           COALESCE(NULLIF(pg_catalog.current_setting('idemgate.actions_enabled', true), '')::boolean,
+                    true) AS setting_enabled
+), failures AS (
+    -- Effects with a failed attempt in the last 10 minutes, still not delivered.
+    SELECT 'effect'::text AS what, o.effect_type AS grp,
+           pg_catalog.count(DISTINCT e.effect_id) AS n, pg_catalog.min(e.at) AS since
+      FROM idemgate.events e
+      JOIN idemgate.outbox o ON o.effect_id = e.effect_id
+     WHERE e.kind = 'effect_failed'
+       AND e.at > pg_catalog.now() - interval '10 minutes'
+       AND o.state <> 'completed'
+     GROUP BY o.effect_type
+    UNION ALL
+    -- Runs that failed for good in the last 10 minutes (a failed_terminal run
+    -- is dead-lettered; a rejection is a decision and leaves no dead letter).
+    SELECT 'run', r.workflow,
+           pg_catalog.count(DISTINCT e.idempotency_key), pg_catalog.min(e.at)
+      FROM idemgate.events e
+      LEFT JOIN idemgate.runs r ON r.idempotency_key = e.idempotency_key
+     WHERE e.kind = 'dead_lettered' AND e.effect_id IS NULL
+       AND e.at > pg_catalog.now() - interval '10 minutes'
+       AND r.state IS DISTINCT FROM 'completed'
+     GROUP BY r.workflow
+), dead AS (
+    SELECT d.kind AS what,
+           CASE WHEN d.kind = 'effect' THEN d.effect_type ELSE r.workflow END AS grp,
+           pg_catalog.count(*) AS n, pg_catalog.min(d.dead_at) AS since
+      FROM idemgate.dead_letters d
+      LEFT JOIN idemgate.runs r ON d.kind = 'run' AND r.idempotency_key = d.idempotency_key
+     WHERE d.reinjected_at IS NULL
+       AND d.dead_at < pg_catalog.now() - interval '1 hour'
+     GROUP BY 1, 2
+), unknown AS (
+    SELECT o.effect_type AS grp, pg_catalog.count(*) AS n, pg_catalog.min(o.updated_at) AS since
+      FROM idemgate.outbox o
+     WHERE o.state = 'unknown'
+     GROUP BY o.effect_type
+), watched AS (
+    SELECT w.workflow, w.expected_interval,
+           GREATEST(w.created_at,
+                    (SELECT pg_catalog.max(r.created_at) FROM idemgate.runs r
+                      WHERE r.workflow = w.workflow),
+                    (SELECT pg_catalog.max(e.at) FROM idemgate.events e
+                      WHERE e.kind IN ('claimed', 'recovered', 'duplicate')
+                        AND (e.details OPERATOR(pg_catalog.->>) 'workflow') = w.workflow)) AS last_seen,
+           pg_catalog.date_part('epoch', w.expected_interval)::bigint AS secs
+      FROM idemgate.watched_workflows w
+), switch AS (
+    SELECT c.actions_enabled AND s.setting_enabled AS enabled, c.actions_enabled AS row_enabled,
+           s.setting_enabled, c.changed_at, c.changed_by, c.reason
+      FROM idemgate.control c, settings s
+     WHERE c.singleton
+), due AS (
+    -- Pending effects of approved runs that are due (the partial index
+    -- outbox_due_idx covers the pending rows), per type.
+    SELECT o.effect_type,
+           pg_catalog.count(*) FILTER (WHERE o.next_attempt_at < pg_catalog.now() - s.stuck_after) AS stuck,
+           pg_catalog.min(o.next_attempt_at) FILTER (WHERE o.next_attempt_at < pg_catalog.now() - s.stuck_after) AS stuck_since,
+           pg_catalog.count(*) FILTER (WHERE o.next_attempt_at <= pg_catalog.now() - s.missing_after) AS overdue,
+           pg_catalog.min(o.next_attempt_at) FILTER (WHERE o.next_attempt_at <= pg_catalog.now() - s.missing_after) AS overdue_since,
+           EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = o.effect_type) AS http,
+           EXISTS (SELECT 1 FROM idemgate.paused_effect_types p WHERE p.effect_type = o.effect_type) AS paused
+      FROM idemgate.outbox o
+      JOIN idemgate.runs r ON r.idempotency_key = o.idempotency_key
+      CROSS JOIN settings s
+     WHERE o.state = 'pending' AND r.state = 'approved'
+       AND o.next_attempt_at <= pg_catalog.now()
+     GROUP BY o.effect_type
+), missing AS (
+    SELECT pg_catalog.sum(d.overdue)::bigint AS n, pg_catalog.min(d.overdue_since) AS since,
+           (SELECT pg_catalog.string_agg(DISTINCT ds.database, ', ')
+              FROM idemgate.dispatcher_status() ds) AS served,
+           pg_catalog.current_database()::text COLLATE "default" AS db
+      FROM due d
+     WHERE d.http AND d.overdue > 0
+    HAVING pg_catalog.count(*) > 0
+       AND NOT EXISTS (SELECT 1 FROM idemgate.dispatcher_status() ds
+                        WHERE ds.database = pg_catalog.current_database())
+), raised AS (
+    SELECT 'failure_rate'::text AS alert,
+           CASE f.what WHEN 'effect' THEN 'effect_type:' || f.grp
+                       ELSE COALESCE('workflow:' || f.grp, 'no_workflow') END AS subject,
+           'critical'::text AS severity,
+           CASE f.what
+             WHEN 'effect' THEN f.n::text || CASE WHEN f.n = 1 THEN ' effect' ELSE ' effects' END
+                                || ' of type ' || f.grp || ' not delivered'
+             ELSE f.n::text || CASE WHEN f.n = 1 THEN ' run' ELSE ' runs' END
+                  || COALESCE(' of workflow ' || f.grp, ' without a workflow') || ' failed'
+           END AS text, ''::text AS suffix, f.n AS count, f.since
+      FROM failures f, settings s
+     WHERE f.n > s.max_failures
+    UNION ALL
+    SELECT 'dead_letters',
+           CASE d.what WHEN 'effect' THEN 'effect_type:' || COALESCE(d.grp, '')
+                       ELSE COALESCE('workflow:' || d.grp, 'no_workflow') END,
+           'warning',
+           d.n::text || CASE WHEN d.n = 1 THEN ' dead letter' ELSE ' dead letters' END
+             || CASE d.what WHEN 'effect' THEN ' of type ' || COALESCE(d.grp, '')
+                            ELSE COALESCE(' of workflow ' || d.grp, ' without a workflow') END
+             || ' older than 1 hour', '',
+           d.n, d.since
+      FROM dead d
+    UNION ALL
+    SELECT 'unknown_effects', 'effect_type:' || u.grp, 'warning',
+           u.n::text || CASE WHEN u.n = 1 THEN ' effect' ELSE ' effects' END
+             || ' of type ' || u.grp || ' in doubt',
+           ' (maybe delivered: check with the provider, then resolve_effect)',
+           u.n, u.since
+      FROM unknown u
+    UNION ALL
+    SELECT 'silence', 'workflow:' || w.workflow, 'critical',
+           'workflow ' || w.workflow || ' silent',
+           ' (expected every '
+             || CASE WHEN w.secs % 86400 = 0 THEN (w.secs / 86400)::text
+                          || CASE WHEN w.secs = 86400 THEN ' day' ELSE ' days' END
+                     WHEN w.secs % 3600 = 0 THEN (w.secs / 3600)::text || ' h'
+                     WHEN w.secs % 60 = 0 THEN (w.secs / 60)::text || ' min'
+                     ELSE w.secs::text || ' s' END || ')',
+           pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.now() - w.last_seen)
+                            / GREATEST(w.secs, 1))::bigint,
+           w.last_seen
+      FROM watched w
+     WHERE pg_catalog.now() - w.last_seen > w.expected_interval * 2
+    UNION ALL
+    SELECT 'stuck_effects', 'effect_type:' || d.effect_type, 'warning',
+           d.stuck::text || CASE WHEN d.stuck = 1 THEN ' effect' ELSE ' effects' END
+             || ' of type ' || d.effect_type || ' waiting to be sent',
+           CASE WHEN d.paused THEN ' (type paused: resume_effect_type)'
+                WHEN NOT sw.enabled THEN ' (kill switch off)'
+                WHEN NOT d.http THEN ' (no endpoint, and no worker pulls this type: misspelled type or stopped puller?)'
+                ELSE ' (endpoint registered but nothing sent: check dispatcher_status())' END,
+           d.stuck, d.stuck_since
+      FROM due d CROSS JOIN switch sw
+     WHERE d.stuck > 0
+    UNION ALL
+    SELECT 'dispatcher_missing', 'database:' || m.db, 'critical',
+           m.n::text || CASE WHEN m.n = 1 THEN ' HTTP effect' ELSE ' HTTP effects' END
+             || ' due in database ' || m.db
+             || ' and no running dispatcher serves it',
+           COALESCE(' (dispatchers serve ' || m.served || '; set idemgate.database)',
+                    ' (no dispatcher is running: is idemgate in shared_preload_libraries?)'),
+           m.n, m.since
+      FROM missing m
+    UNION ALL
+    SELECT 'kill_switch_off', 'kill_switch', 'info',
+           'kill switch off',
+           CASE WHEN NOT sw.row_enabled
+                THEN ' (by ' || COALESCE(sw.changed_by, '?') || ': ' || COALESCE(sw.reason, '') || ')'
+                ELSE ' (setting idemgate.actions_enabled is off)' END,
+           1::bigint, CASE WHEN NOT sw.row_enabled THEN sw.changed_at END
+      FROM switch sw
+     WHERE NOT sw.enabled
+    UNION ALL
+    SELECT 'type_paused', 'effect_type:' || p.effect_type, 'info',
+           'effect type ' || p.effect_type || ' paused',
+           ' (' || (SELECT pg_catalog.count(*) FROM idemgate.outbox o
+                     WHERE o.effect_type = p.effect_type AND o.state = 'pending')::text
+             || ' pending; by ' || p.paused_by || ': ' || p.reason || ')',
+           (SELECT pg_catalog.count(*) FROM idemgate.outbox o
+             WHERE o.effect_type = p.effect_type AND o.state = 'pending'),
+           p.paused_at
+      FROM idemgate.paused_effect_types p
+)
+SELECT r.alert, r.subject, r.severity,
+       r.text
+         || COALESCE(' since '
+                     || pg_catalog.to_char(r.since, CASE WHEN r.since < pg_catalog.now() - interval '1 day'
+                                                         THEN 'YYYY-MM-DD HH24:MI' ELSE 'HH24:MI' END), '')
+         || r.suffix AS message,
+       r.count, r.since
+  FROM raised r;
+
+COMMENT ON VIEW idemgate.alerts IS
+'Alerts firing now, one row per alert and effect type, workflow or database: failure_rate (more than idemgate.alert_failures undelivered effects or failed runs of one type/workflow in 10 minutes), dead_letters (open, older than 1 hour), unknown_effects, silence (a watched workflow not claimed for twice its interval), stuck_effects (due pending effects older than idemgate.alert_stuck_after), dispatcher_missing (HTTP effects due where no dispatcher runs), kill_switch_off and type_paused (info)';
+
+-- CREATE EXTENSION in a database the dispatcher does not serve raises a
+-- NOTICE saying so: src/extension_notice.c (a utility hook of the preloaded
+-- library; a NOTICE from this script would never reach the client, since
+-- extension scripts run with client_min_messages at least WARNING).
+
 -- Nothing new is executable by PUBLIC; roles that already hold a bundle
 -- (granted under 1.0) get its new members, as grant_role would give them.
 REVOKE EXECUTE ON FUNCTION idemgate.pause_effect_type(text, text, text),
@@ -127,6 +341,7 @@ BEGIN
              FROM idemgate.granted_bundles gb
              JOIN idemgate.bundle_members m ON m.bundle = gb.bundle
             WHERE m.fn IN ('idemgate.pause_effect_type(text,text,text)',
+                           'idemgate.dispatcher_status()',
                            'idemgate.resume_effect_type(text,text)',
                            'idemgate.unregister_endpoint(text,text)',
                            'idemgate.cancel_effect(uuid,text,text)',

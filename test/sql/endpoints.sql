@@ -112,6 +112,8 @@ CREATE ROLE regress_endpoints_operator;
 SELECT idemgate.grant_role('regress_endpoints_client', 'client');
 SELECT idemgate.grant_role('regress_endpoints_reader', 'reader');
 SELECT idemgate.grant_role('regress_endpoints_operator', 'operator');
+-- (pulling a type needs its grant since 1.1: test/sql/pull_grants.sql)
+SELECT idemgate.grant_effect_type('regress_endpoints_client', 'endpoints_none');
 SET ROLE regress_endpoints_client;
 SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_x', 'https://example.com/')$$);
 SELECT pg_temp.sqlstate_of($$SELECT headers FROM idemgate.endpoints$$);
@@ -141,6 +143,7 @@ SELECT idemgate.revoke_role('regress_endpoints_client', 'client');
 SELECT idemgate.revoke_role('regress_endpoints_reader', 'reader');
 SELECT idemgate.revoke_role('regress_endpoints_operator', 'operator');
 DELETE FROM idemgate.granted_bundles WHERE role::text LIKE 'regress_endpoints_%';
+SELECT idemgate.revoke_effect_type('regress_endpoints_client', 'endpoints_none');
 DROP OWNED BY regress_endpoints_client, regress_endpoints_reader, regress_endpoints_operator;
 DROP ROLE regress_endpoints_client;
 DROP ROLE regress_endpoints_reader;

@@ -42,6 +42,8 @@ SELECT idemgate.grant_role('privileges_client', 'client');
 SELECT idemgate.grant_role('privileges_approver', 'approver');
 SELECT idemgate.grant_role('privileges_reader', 'reader');
 SELECT idemgate.grant_role('privileges_operator', 'operator');
+-- (pulling a type needs its grant since 1.1: test/sql/pull_grants.sql)
+SELECT idemgate.grant_effect_type('privileges_client', 'privileges-none');
 SELECT pg_temp.sqlstate_of($$SELECT idemgate.grant_role('privileges_nobody', 'admin')$$);
 SELECT pg_temp.sqlstate_of($$SELECT idemgate.grant_role(NULL, 'client')$$);
 SELECT pg_temp.sqlstate_of($$SELECT idemgate.grant_role('privileges_nobody', NULL)$$);
@@ -231,6 +233,7 @@ SELECT idemgate.revoke_role('privileges_approver', 'approver');
 SELECT idemgate.revoke_role('privileges_reader', 'reader');
 SELECT idemgate.revoke_role('privileges_operator', 'operator');
 SELECT idemgate.revoke_role('privileges_both', 'operator');
+SELECT idemgate.revoke_effect_type('privileges_client', 'privileges-none');
 DROP OWNED BY privileges_client, privileges_approver, privileges_reader, privileges_operator,
               privileges_nobody, privileges_both;
 DROP ROLE privileges_client, privileges_approver, privileges_reader, privileges_operator,

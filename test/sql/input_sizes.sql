@@ -11,21 +11,21 @@ SELECT left(string_agg(md5('qa' || i), ''), n) FROM generate_series(1, n / 32 + 
 
 -- workflow is indexed (runs.workflow): 1..200 bytes, both claim forms.
 SELECT q, pg_temp.sqlstate_of(q) FROM (VALUES
-  ($$SELECT * FROM idemgate.claim('qa_bad_input-wf1', '{}', '1 minute', pg_temp.noise(9000))$$),
-  ($$SELECT * FROM idemgate.claim('qa_bad_input-wf1', '{}', '1 minute', pg_temp.noise(3000))$$),
-  ($$SELECT * FROM idemgate.claim('qa_bad_input-wf1', '{}', '1 minute', pg_temp.noise(201))$$),
-  ($$SELECT * FROM idemgate.claim('qa_bad_input-wf1', '{}', '1 minute', '')$$),
-  ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'qa_bad_input-wf1', 'payload', '{}'::jsonb, 'workflow', pg_temp.noise(9000)))$$),
-  ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'qa_bad_input-wf1', 'payload', '{}'::jsonb, 'workflow', ''))$$)
+  ($$SELECT * FROM idemgate.claim('input_sizes-wf1', '{}', '1 minute', pg_temp.noise(9000))$$),
+  ($$SELECT * FROM idemgate.claim('input_sizes-wf1', '{}', '1 minute', pg_temp.noise(3000))$$),
+  ($$SELECT * FROM idemgate.claim('input_sizes-wf1', '{}', '1 minute', pg_temp.noise(201))$$),
+  ($$SELECT * FROM idemgate.claim('input_sizes-wf1', '{}', '1 minute', '')$$),
+  ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'input_sizes-wf1', 'payload', '{}'::jsonb, 'workflow', pg_temp.noise(9000)))$$),
+  ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'input_sizes-wf1', 'payload', '{}'::jsonb, 'workflow', ''))$$)
 ) AS t(q);
-SELECT count(*) AS wf_runs FROM idemgate.runs WHERE idempotency_key = 'qa_bad_input-wf1';
-SELECT outcome, state FROM idemgate.claim('qa_bad_input-wf2', '{}', '1 minute', pg_temp.noise(200));
-SELECT outcome, state FROM idemgate.claim(jsonb_build_object('key', 'qa_bad_input-wf3', 'payload', '{}'::jsonb, 'workflow', pg_temp.noise(200)));
+SELECT count(*) AS wf_runs FROM idemgate.runs WHERE idempotency_key = 'input_sizes-wf1';
+SELECT outcome, state FROM idemgate.claim('input_sizes-wf2', '{}', '1 minute', pg_temp.noise(200));
+SELECT outcome, state FROM idemgate.claim(jsonb_build_object('key', 'input_sizes-wf3', 'payload', '{}'::jsonb, 'workflow', pg_temp.noise(200)));
 
 -- An effect's (key, type, target) is the outbox's unique index: a 512-byte
 -- key, a 200-byte type and the longest target must fit (at most 1024 bytes).
 CREATE TEMP TABLE qa_run AS
-  SELECT 'qa_bad_input-' || pg_temp.noise(499) AS k, NULL::uuid AS owner, NULL::bigint AS version;
+  SELECT 'input_sizes-' || pg_temp.noise(500) AS k, NULL::uuid AS owner, NULL::bigint AS version;
 UPDATE qa_run SET (owner, version) = (SELECT c.lease_owner, c.version FROM idemgate.claim(qa_run.k, '{}') c);
 SELECT octet_length(k) AS key_bytes FROM qa_run;
 SELECT pg_temp.sqlstate_of(format($$SELECT * FROM idemgate.enqueue_effect(%L, %L, %s,

@@ -6,6 +6,9 @@
 -- caller-supplied value echo at most 64 bytes of it, then "...".
 CREATE EXTENSION IF NOT EXISTS idemgate;
 \set VERBOSITY terse
+-- The probes below put 1 MB texts inside documents: let documents be
+-- larger than idemgate.max_document_size's 1 MB here (test/sql/size_limits.sql).
+SET idemgate.max_document_size = '4MB';
 CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
 -- fail_run(key, error): claims key and fails it terminally with error.
@@ -27,31 +30,31 @@ LANGUAGE sql AS $$
   WHERE d.idempotency_key = k $$;
 
 -- fail with a 1 MB error: recorded, cut to 8192 bytes + marker everywhere.
-SELECT pg_temp.fail_run('qa_limits-1mb', repeat('x', 1048576)) AS state;
-SELECT * FROM pg_temp.stored('qa_limits-1mb');
+SELECT pg_temp.fail_run('text_limits-1mb', repeat('x', 1048576)) AS state;
+SELECT * FROM pg_temp.stored('text_limits-1mb');
 SELECT left(error, 8192) = repeat('x', 8192) AS kept_the_start
-FROM idemgate.dead_letters WHERE idempotency_key = 'qa_limits-1mb';
+FROM idemgate.dead_letters WHERE idempotency_key = 'text_limits-1mb';
 -- Exactly 8192 bytes is kept as is; 8193 is cut.
-SELECT pg_temp.fail_run('qa_limits-8192', repeat('y', 8192)) AS state;
-SELECT dead_letter, event, result, same FROM pg_temp.stored('qa_limits-8192');
-SELECT pg_temp.fail_run('qa_limits-8193', repeat('y', 8193)) AS state;
-SELECT dead_letter, event, result, same FROM pg_temp.stored('qa_limits-8193');
+SELECT pg_temp.fail_run('text_limits-8192', repeat('y', 8192)) AS state;
+SELECT dead_letter, event, result, same FROM pg_temp.stored('text_limits-8192');
+SELECT pg_temp.fail_run('text_limits-8193', repeat('y', 8193)) AS state;
+SELECT dead_letter, event, result, same FROM pg_temp.stored('text_limits-8193');
 -- Multibyte: never cut inside a character (3-byte €: 2730 whole ones fit).
-SELECT pg_temp.fail_run('qa_limits-mb', repeat('€', 5000)) AS state;
+SELECT pg_temp.fail_run('text_limits-mb', repeat('€', 5000)) AS state;
 SELECT dead_letter, length(error) AS chars, error = repeat('€', 2730) || ' [truncated]' AS whole_chars
-FROM pg_temp.stored('qa_limits-mb'), idemgate.dead_letters WHERE idempotency_key = 'qa_limits-mb';
+FROM pg_temp.stored('text_limits-mb'), idemgate.dead_letters WHERE idempotency_key = 'text_limits-mb';
 -- NULL stays allowed.
-SELECT pg_temp.fail_run('qa_limits-null', NULL) AS state;
-SELECT error IS NULL AS no_error FROM idemgate.dead_letters WHERE idempotency_key = 'qa_limits-null';
+SELECT pg_temp.fail_run('text_limits-null', NULL) AS state;
+SELECT error IS NULL AS no_error FROM idemgate.dead_letters WHERE idempotency_key = 'text_limits-null';
 
 -- fail_effect with a 1 MB error (rejected → failed + dead letter).
 DO $$
 DECLARE c record; e record;
 BEGIN
-  SELECT * INTO c FROM idemgate.claim('qa_limits-effect', '{"k": 1}');
-  PERFORM idemgate.enqueue_effect('qa_limits-effect', c.lease_owner, c.version,
-                                  '{"type": "qa_limits_mail", "target": "t", "payload": {}}');
-  SELECT * INTO e FROM idemgate.claim_effects('qa_limits_mail');
+  SELECT * INTO c FROM idemgate.claim('text_limits-effect', '{"k": 1}');
+  PERFORM idemgate.enqueue_effect('text_limits-effect', c.lease_owner, c.version,
+                                  '{"type": "text_limits_mail", "target": "t", "payload": {}}');
+  SELECT * INTO e FROM idemgate.claim_effects('text_limits_mail');
   RAISE WARNING 'fail_effect: %', idemgate.fail_effect(e.effect_id, e.lease_owner, 'rejected', repeat('z', 1048576));
 END $$;
 SELECT o.state, octet_length(o.last_error) AS last_error, octet_length(d.error) AS dead_letter,
@@ -59,26 +62,26 @@ SELECT o.state, octet_length(o.last_error) AS last_error, octet_length(d.error) 
 FROM idemgate.outbox o
 JOIN idemgate.dead_letters d ON d.effect_id = o.effect_id
 JOIN idemgate.events ev ON ev.effect_id = o.effect_id AND ev.kind = 'dead_lettered'
-WHERE o.idempotency_key = 'qa_limits-effect';
+WHERE o.idempotency_key = 'text_limits-effect';
 
 -- Echoes: a 1 MB bogus value gives a short 22023 message.
-SELECT outcome FROM idemgate.claim('qa_limits-echo', '{}', '5 minutes', NULL, '00000000-0000-4000-8000-0000000000c1');
+SELECT outcome FROM idemgate.claim('text_limits-echo', '{}', '5 minutes', NULL, '00000000-0000-4000-8000-0000000000c1');
 SELECT length(m) AS message_length, m AS message FROM (VALUES
-  (pg_temp.sqlstate_of($$SELECT idemgate.cas_transition('qa_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('s', 1048576))$$)),
+  (pg_temp.sqlstate_of($$SELECT idemgate.cas_transition('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('s', 1048576))$$)),
   (pg_temp.sqlstate_of($$SELECT idemgate.fail_effect(gen_random_uuid(), gen_random_uuid(), repeat('c', 1048576))$$)),
   (pg_temp.sqlstate_of($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'k', 'payload', 1, repeat('f', 1048576), 1))$$)),
   (pg_temp.sqlstate_of($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'k', 'payload', 1, 'lease', repeat('l', 1048576)))$$)),
-  (pg_temp.sqlstate_of($$SELECT * FROM idemgate.enqueue_effect('qa_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0,
+  (pg_temp.sqlstate_of($$SELECT * FROM idemgate.enqueue_effect('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0,
                           jsonb_build_object('type', 't', 'target', 't', 'payload', 1, repeat('u', 1048576), 1))$$)),
   (pg_temp.sqlstate_of($$SELECT * FROM idemgate.validate('{}', jsonb_build_object(repeat('k', 1048576), 1))$$)),
-  (pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('qa_limits_ep', 'http://' || repeat('h', 2000) || '.example/')$$))
+  (pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('text_limits_ep', 'http://' || repeat('h', 2000) || '.example/')$$))
 ) AS t(m);
 -- The detail naming a bad header name is short too.
 CREATE FUNCTION pg_temp.detail_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE d text;
 BEGIN EXECUTE q; RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL; RETURN SQLSTATE || ': ' || d; END $$;
-SELECT pg_temp.detail_of($$SELECT idemgate.register_endpoint('qa_limits_ep', 'https://example.com', headers => jsonb_build_object(repeat('h', 1048576), 'v'))$$);
+SELECT pg_temp.detail_of($$SELECT idemgate.register_endpoint('text_limits_ep', 'https://example.com', headers => jsonb_build_object(repeat('h', 1048576), 'v'))$$);
 -- Multibyte echo: cut on a character boundary (64 bytes hold 21 €).
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.cas_transition('qa_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('€', 1000))$$);
-SELECT state, version FROM idemgate.runs WHERE idempotency_key = 'qa_limits-echo';
+SELECT pg_temp.sqlstate_of($$SELECT idemgate.cas_transition('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('€', 1000))$$);
+SELECT state, version FROM idemgate.runs WHERE idempotency_key = 'text_limits-echo';

@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/idemgate_limits.h
+ *	  Every limit of idemgate, named once. A limit that appears in an
+ *	  error message, a setting's range or an array size is written here
+ *	  and nowhere else; README.md and docs/ quote these figures. (Not
+ *	  limits.h: under -Isrc that name would shadow the C library's.)
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_LIMITS_H
+#define IDEMGATE_LIMITS_H
+
+#include "datatype/timestamp.h"
+
+/* Sizes of caller-supplied values, in bytes. */
+#define IDEMGATE_MAX_KEY_BYTES			512		/* idempotency key */
+/* workflow, effect type, alert name, actor, approver, operator, field names */
+#define IDEMGATE_MAX_NAME_BYTES			200
+/* effect target: key + type + target fit the outbox unique index (2704 bytes) */
+#define IDEMGATE_MAX_TARGET_BYTES		1024
+#define IDEMGATE_MAX_REASON_BYTES		2000	/* reason, note */
+#define IDEMGATE_MAX_PROVIDER_ID_BYTES	1000
+#define IDEMGATE_MAX_ERROR_CLASS_BYTES	100
+#define IDEMGATE_MAX_URL_BYTES			2048
+/* Longest caller-supplied value echoed in an error message. */
+#define IDEMGATE_MAX_ECHO_BYTES			64
+/* Longest error text kept by fail and fail_effect (then a marker). */
+#define IDEMGATE_MAX_ERROR_BYTES		8192
+
+/* The dispatcher. */
+#define IDEMGATE_MAX_DISPATCHERS		8		/* upper bound of idemgate.dispatchers */
+#define IDEMGATE_MAX_IN_FLIGHT			1024	/* upper bound of idemgate.max_in_flight */
+/* Longest HTTP request timeout an endpoint may set. */
+#define IDEMGATE_MAX_REQUEST_TIMEOUT_SECS	(5 * SECS_PER_MINUTE)
+/* Longest Retry-After a provider may ask for. */
+#define IDEMGATE_MAX_RETRY_AFTER_SECS	(365 * SECS_PER_DAY)
+
+/* Upper bound of idemgate.max_backoff and idemgate.max_lease_life. */
+#define IDEMGATE_MAX_WAIT_SETTING_SECS	(7 * SECS_PER_DAY)
+/* Default of idemgate.retention. */
+#define IDEMGATE_DEFAULT_RETENTION_SECS	(30 * SECS_PER_DAY)
+
+#endif							/* IDEMGATE_LIMITS_H */
