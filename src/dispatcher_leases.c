@@ -47,12 +47,11 @@
 #include "crypto.h"
 #include "dispatcher_leases.h"
 #include "dispatcher_shmem.h"
+#include "outbox.h"
 #include "spi_util.h"
 
 #define LEASE_MARKER 209		/* 0xD1 */
 
-/* Interface of SettleExpiredLeases (src/outbox.c). */
-extern int	SettleExpiredLeases(const char *effect_type_or_null);
 
 static uint32 my_life = 0;
 static int	my_slot = -1;
