@@ -145,11 +145,19 @@ async function approvals(db, browser) {
   // Without the SSO header: no card. A POST without Origin (not from the page): refused.
   const anon = await fetch(url);
   check(anon.status === 401 && !(await anon.text()).includes('Refund 42'), 'approval page: GET without the identity header shows no card (401)');
-  const forged = await fetch(url, { method: 'POST', headers: { [APPROVER_HEADER]: 'maria@example.com', 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve' });
-  check(forged.status === 403, 'approval page: a POST without a matching Origin is refused (403)', forged.status);
+  const forged = await fetch(url, { method: 'POST', headers: { [APPROVER_HEADER]: 'maria@example.com', 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve&csrf=0123456789abcdef' });
+  check(forged.status === 403, 'approval page: a POST without the page\'s CSRF token is refused (403)', forged.status);
+  // The CSRF token is bound to the approver: another approver's page token does not work.
+  const csrf = await page.$eval('input[name=csrf]', (i) => i.value);
+  const other = await fetch(url, { method: 'POST', headers: { [APPROVER_HEADER]: 'joan@example.com', 'content-type': 'application/x-www-form-urlencoded' }, body: 'decision=approve&csrf=' + csrf });
+  check(other.status === 403, 'approval page: a CSRF token works only for the approver it was shown to', other.status);
   const forgedSnap = await approvalSnapshot(db, 'n8n-approval-1');
   check(forgedSnap.consumed_at === null, 'approval page: the refused POST decided nothing');
 
+  // The approver also has the page open in a second tab.
+  const tab2 = await browser.newPage();
+  await tab2.setExtraHTTPHeaders({ [APPROVER_HEADER]: 'maria@example.com' });
+  await tab2.goto(url, { waitUntil: 'load' });
   await page.type('textarea[name=reason]', 'ok, checked with the customer');
   [res] = await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('button[value=approve]')]);
   text = await page.evaluate(() => document.body.innerText);
@@ -162,10 +170,10 @@ async function approvals(db, browser) {
         && decided.rows[0].reason === 'ok, checked with the customer' && decided.rows[0].effects === 1,
   'approval page: approved by the header identity, reason kept whole, one effect queued', decided.rows[0]);
 
-  await page.goBack({ waitUntil: 'load' });
-  [res] = await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('button[value=approve]')]);
-  text = await page.evaluate(() => document.body.innerText);
-  check(res.status() === 409 && text.includes('already decided'), 'approval page: a second POST shows the decided state', { status: res.status(), text: text.slice(0, 200) });
+  [res] = await Promise.all([tab2.waitForNavigation({ waitUntil: 'load' }), tab2.click('button[value=approve]')]);
+  text = await tab2.evaluate(() => document.body.innerText);
+  check(res.status() === 409 && text.includes('already decided'), 'approval page: a second POST (the other tab) shows the decided state', { status: res.status(), text: text.slice(0, 200) });
+  await tab2.close();
   res = await page.goto(url, { waitUntil: 'load' });
   text = await page.evaluate(() => document.body.innerText);
   check(text.includes('already decided') && !text.includes('Refund 42'), 'approval page: GET after the decision shows the decided state');

@@ -117,7 +117,7 @@ export N8N_USER_FOLDER=$T/n8n DB_TYPE=sqlite N8N_ENCRYPTION_KEY=$secret \
   N8N_LOG_LEVEL=warn N8N_RUNNERS_ENABLED=true \
   IDEMGATE_APPROVAL_URL=http://127.0.0.1:$n8nport/webhook/idemgate/approval \
   IDEMGATE_NOTIFY_URL=$sink/notify IDEMGATE_WORKER_URL=$sink/worker IDEMGATE_ALERT_URL=$sink/alerts \
-  IDEMGATE_APPROVER_HEADER=X-Auth-Request-Email
+  IDEMGATE_APPROVER_HEADER=X-Auth-Request-Email IDEMGATE_CSRF_SECRET=$secret
 mkdir -p "$N8N_USER_FOLDER"
 cat >"$T/credentials.json" <<JSON
 [
@@ -154,6 +154,10 @@ done
 [ -n "$up" ] || fail_now "n8n did not start serving the intake webhook: $(grep -iE 'error|fail' "$T/n8n.log" | tail -5)"
 echo "# n8n $N8N_VERSION up after $(( $(date +%s) - started )) s"
 
+if [ -n "${HOLD:-}" ]; then	# debugging: keep n8n up until interrupted
+  echo "# holding: n8n http://127.0.0.1:$n8nport, psql -h $T -p $pgport n8ntest, sink log $T/sink.jsonl"
+  wait "$n8npid"
+fi
 PGHOST=$T PGPORT=$pgport PGDATABASE=n8ntest PGUSER=postgres \
 N8N_URL=http://127.0.0.1:$n8nport SINK_LOG=$T/sink.jsonl CHROMIUM=$chromium \
 N8N_MODULES=$n8n_dir/node_modules PPTR_MODULES=$pptr_dir/node_modules \
