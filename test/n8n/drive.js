@@ -130,6 +130,7 @@ async function approvals(db, browser) {
   check(before && before.state === 'awaiting_human' && before.consumed_at === null, 'approval request: run awaiting_human', before);
 
   const page = await browser.newPage();
+  page.setDefaultNavigationTimeout(90000);
   await page.setExtraHTTPHeaders({ [APPROVER_HEADER]: 'maria@example.com' });
   const url = `${N8N}/webhook/idemgate/approval?token=${encodeURIComponent(a1.link)}`;
   let res = await page.goto(url, { waitUntil: 'load' });
@@ -157,7 +158,9 @@ async function approvals(db, browser) {
   // The approver also has the page open in a second tab.
   const tab2 = await browser.newPage();
   await tab2.setExtraHTTPHeaders({ [APPROVER_HEADER]: 'maria@example.com' });
+  tab2.setDefaultNavigationTimeout(90000);
   await tab2.goto(url, { waitUntil: 'load' });
+  await page.bringToFront();
   await page.type('textarea[name=reason]', 'ok, checked with the customer');
   [res] = await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('button[value=approve]')]);
   text = await page.evaluate(() => document.body.innerText);
@@ -170,10 +173,12 @@ async function approvals(db, browser) {
         && decided.rows[0].reason === 'ok, checked with the customer' && decided.rows[0].effects === 1,
   'approval page: approved by the header identity, reason kept whole, one effect queued', decided.rows[0]);
 
+  await tab2.bringToFront();
   [res] = await Promise.all([tab2.waitForNavigation({ waitUntil: 'load' }), tab2.click('button[value=approve]')]);
   text = await tab2.evaluate(() => document.body.innerText);
   check(res.status() === 409 && text.includes('already decided'), 'approval page: a second POST (the other tab) shows the decided state', { status: res.status(), text: text.slice(0, 200) });
   await tab2.close();
+  await page.bringToFront();
   res = await page.goto(url, { waitUntil: 'load' });
   text = await page.evaluate(() => document.body.innerText);
   check(text.includes('already decided') && !text.includes('Refund 42'), 'approval page: GET after the decision shows the decided state');
