@@ -6,6 +6,9 @@
 -- caller-supplied value echo at most 64 bytes of it, then "...".
 CREATE EXTENSION IF NOT EXISTS idemgate;
 \set VERBOSITY terse
+-- The probes below put 1 MB texts inside documents: let documents be
+-- larger than idemgate.max_document_size's 1 MB here (test/sql/size_limits.sql).
+SET idemgate.max_document_size = '4MB';
 CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
 -- fail_run(key, error): claims key and fails it terminally with error.
