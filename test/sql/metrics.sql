@@ -135,8 +135,12 @@ SELECT claims, validations, retries FROM idemgate.metrics(now());
 SELECT idemgate.set_actions_enabled(false, 'metrics-operator', 'drill');
 SELECT actions_enabled FROM idemgate.metrics();
 
--- prometheus(): the same figures over 7 days, exposition format.
-SELECT idemgate.prometheus();
+-- prometheus(): the same figures over 7 days, exposition format. (The
+-- number of running dispatchers depends on the test configuration; it
+-- is checked against dispatcher_status() just below.)
+SELECT regexp_replace(idemgate.prometheus(), 'idemgate_dispatchers_running \d+', 'idemgate_dispatchers_running N');
+SELECT substring(idemgate.prometheus() FROM 'idemgate_dispatchers_running (\d+)')::int
+       = (SELECT count(*) FROM idemgate.dispatcher_status() WHERE database = current_database()) AS dispatchers_gauge_ok;
 -- Every sample line is "name{labels} value", every family has HELP and TYPE.
 SELECT count(*) FILTER (WHERE l ~ '^# HELP idemgate_[a-z_]+ .+$') AS help,
        count(*) FILTER (WHERE l ~ '^# TYPE idemgate_[a-z_]+ (gauge|counter)$') AS type,

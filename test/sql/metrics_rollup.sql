@@ -95,9 +95,15 @@ UPDATE idemgate.runs SET updated_at = now() - interval '2 days';
 SELECT idemgate.purge('1 day') AS runs_purged;
 SELECT count(*) AS runs_left, (SELECT count(*) FROM idemgate.events WHERE idempotency_key IS NOT NULL) AS keyed_events_left
   FROM idemgate.runs;
-SELECT to_char(hour, 'HH24') IS NOT NULL AS h, claimed, duplicates, recovered, approvals_decided,
-       validations, auto_approved, retries, retry_exhausted, cardinality(approval_waits) AS waits
-  FROM idemgate.metrics_rollup ORDER BY hour;
+-- The rollup: one row per UTC hour that counted something (which hours
+-- depends on the clock), adding up to the purged runs' figures.
+SELECT count(*) >= 4 AS several_hours, bool_and(hour = date_trunc('hour', first_at, 'UTC')
+                                               AND hour = date_trunc('hour', last_at, 'UTC')) AS bounded,
+       sum(claimed) AS claimed, sum(duplicates) AS duplicates, sum(recovered) AS recovered,
+       sum(approvals_decided) AS approvals_decided, sum(validations) AS validations,
+       sum(auto_approved) AS auto_approved, sum(retries) AS retries, sum(retry_exhausted) AS retry_exhausted,
+       sum(cardinality(approval_waits)) AS waits
+  FROM idemgate.metrics_rollup;
 SELECT * FROM idemgate.effect_type_rollup ORDER BY effect_type;
 
 -- The same answers after the purge, for every window.
