@@ -57,6 +57,7 @@
 PG_FUNCTION_INFO_V1(idemgate_metrics);
 PG_FUNCTION_INFO_V1(idemgate_prometheus);
 PG_FUNCTION_INFO_V1(idemgate_effect_type_metrics);
+PG_FUNCTION_INFO_V1(idemgate_alerts_firing);
 
 #define METRIC_COLUMNS 17
 
@@ -313,6 +314,33 @@ idemgate_effect_type_metrics(PG_FUNCTION_ARGS)
 		bool		nulls[TYPE_METRIC_COLUMNS];
 
 		for (int c = 0; c < TYPE_METRIC_COLUMNS; c++)
+			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * idemgate_alerts_firing implements alerts_firing(): the alerts firing now
+ * with subject and count, as prometheus() exports them.
+ */
+Datum
+idemgate_alerts_firing(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	if (ExecSaved(&alerts_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "alerts statement failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[4];
+		bool		nulls[4];
+
+		for (int c = 0; c < 4; c++)
 			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 	}
