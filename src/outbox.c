@@ -128,7 +128,9 @@ static SavedStatement claim_stmt = {
  * still held by its owner (same position in $2) becomes completed with its
  * provider id and status ($3, $4), and gets its effect_completed event.
  * effect_id = ANY keeps this an index scan of outbox_pkey whatever plan
- * the plan cache picks.
+ * the plan cache picks; "IS TRUE" hides the state test from the planner,
+ * which would otherwise AND in a scan of the whole outbox_sending_idx
+ * (dead entries included).
  */
 static SavedStatement complete_stmt = {
 	"WITH done AS ("
@@ -138,7 +140,7 @@ static SavedStatement complete_stmt = {
 	"     last_status = ($4::pg_catalog.int4[])[pg_catalog.array_position($1, o.effect_id)],"
 	"     last_error = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND o.state OPERATOR(pg_catalog.=) 'sending'"
+	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
 	"   AND o.lease_owner OPERATOR(pg_catalog.=) ($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
 	" RETURNING o.effect_id, o.idempotency_key, o.attempts, o.provider_id, o.last_status"
 	"), ev AS ("
