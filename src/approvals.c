@@ -48,6 +48,8 @@
 
 #include "approvals.h"
 #include "args.h"
+#include "identity.h"
+#include "doc_limits.h"
 #include "crypto.h"
 #include "effects.h"
 #include "deadletters.h"
@@ -102,17 +104,20 @@ static SavedStatement peek_stmt = {
 	1, {BYTEAOID}
 };
 
-/* The seed's conditions, as a locking read: the approval row is taken first. */
+/*
+ * The seed's conditions, as a locking read: the approval row is taken
+ * first. The approver's checks (audience, requester) compare normalised
+ * identities, in C (ApproverAllowed), on the locked row.
+ */
 static SavedStatement lock_approval_stmt = {
-	"SELECT approval_id, idempotency_key, run_version, effects FROM idemgate.approvals"
+	"SELECT approval_id, idempotency_key, run_version, effects, audience, requested_by"
+	" FROM idemgate.approvals"
 	" WHERE token_hash OPERATOR(pg_catalog.=) $1"
 	"   AND consumed_at IS NULL"
 	"   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
 	"   AND $2 OPERATOR(pg_catalog.=) ANY (allowed_decisions)"
-	"   AND (audience IS NULL OR $3 OPERATOR(pg_catalog.=) ANY (audience))"
-	"   AND (requested_by IS NULL OR requested_by OPERATOR(pg_catalog.<>) $3)"
 	" FOR UPDATE",
-	3, {BYTEAOID, TEXTOID, TEXTOID}
+	2, {BYTEAOID, TEXTOID}
 };
 
 static SavedStatement lock_run_stmt = {
@@ -130,8 +135,6 @@ static SavedStatement consume_stmt = {
 	"   AND consumed_at IS NULL"
 	"   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
 	"   AND $2 OPERATOR(pg_catalog.=) ANY (allowed_decisions)"
-	"   AND (audience IS NULL OR $3 OPERATOR(pg_catalog.=) ANY (audience))"
-	"   AND (requested_by IS NULL OR requested_by OPERATOR(pg_catalog.<>) $3)"
 	" RETURNING pg_catalog.date_part('epoch', consumed_at OPERATOR(pg_catalog.-) created_at)",
 	4, {BYTEAOID, TEXTOID, TEXTOID, UUIDOID}
 };
@@ -211,7 +214,7 @@ AudienceArg(FunctionCallInfo fcinfo, int argno, const char *requested_by,
 					 errmsg("argument \"audience\" must hold subjects of 1 to %d bytes; element %d does not",
 							MAX_SUBJECT_BYTES, i + 1)));
 		subject = TextDatumGetCString(elems[i]);
-		if (requested_by == NULL || strcmp(subject, requested_by) != 0)
+		if (requested_by == NULL || !SameIdentity(subject, requested_by))
 			someone_else = true;
 		if (i > 0)
 			appendStringInfoString(json, ", ");
@@ -225,6 +228,40 @@ AudienceArg(FunctionCallInfo fcinfo, int argno, const char *requested_by,
 				 errdetail("The requester may not approve its own request, so nobody could decide it."),
 				 errhint("Add another approver to \"audience\".")));
 	return audience;
+}
+
+/*
+ * ApproverAllowed applies separation of duties and the audience to a
+ * locked approval: the approver must not be the requester and, when an
+ * audience is set, must be in it — identities compared normalised
+ * (src/identity.c), so case, surrounding spaces, invisible format
+ * characters and Unicode composition do not make a second person.
+ */
+static bool
+ApproverAllowed(const char *approver, ArrayType *audience, const char *requested_by)
+{
+	char	   *who = NormalizeIdentity(approver, strlen(approver));
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (requested_by != NULL &&
+		strcmp(who, NormalizeIdentity(requested_by, strlen(requested_by))) == 0)
+		return false;
+	if (audience == NULL)
+		return true;
+	deconstruct_array(audience, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+	{
+		text	   *member;
+
+		if (nulls[i])
+			continue;
+		member = DatumGetTextPP(elems[i]);
+		if (strcmp(who, NormalizeIdentity(VARDATA_ANY(member), VARSIZE_ANY_EXHDR(member))) == 0)
+			return true;
+	}
+	return false;
 }
 
 /* JsonbNumber returns a jsonb number from its text. */
@@ -301,12 +338,14 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	RequireArg(fcinfo, 3, "effects");
+	CheckDocumentArg(fcinfo, 3, "effects");
 	effects = PG_GETARG_JSONB_P(3);
 	effect_count = ValidateEffects(effects, "effects");
 	expires_in = IntervalArg(fcinfo, 4, "expires_in", 0, MAX_EXPIRES_IN_USECS,
 							 "An approval must expire, at most 30 days after it is requested.");
 	if (!PG_ARGISNULL(5))
 	{
+		CheckDocumentArg(fcinfo, 5, "card");
 		card = PG_GETARG_JSONB_P(5);
 		if (!JB_ROOT_IS_OBJECT(card))
 			ereport(ERROR,
@@ -479,20 +518,28 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 		text	   *key = DatumGetTextPP(GetResultDatum(0, 2, &isnull));
 		int64		run_version = DatumGetInt64(GetResultDatum(0, 3, &isnull));
 		Jsonb	   *effects = DatumGetJsonbP(GetResultDatum(0, 4, &isnull));
+		Datum		audience_datum = GetResultDatum(0, 5, &isnull);
+		ArrayType  *audience = isnull ? NULL : DatumGetArrayTypeP(audience_datum);
+		Datum		requested_datum = GetResultDatum(0, 6, &isnull);
+		char	   *requested_by = isnull ? NULL : TextDatumGetCString(requested_datum);
 		Datum		runkey[1];
 		char	   *state;
 		int64		version;
 
 		runkey[0] = PointerGetDatum(key);
-		if (ExecSaved(&lock_run_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "run look-up failed");
-		if (SPI_processed == 1)
+		/* An approver who may not decide gets invalid, like any other check. */
+		if (ApproverAllowed(approver, audience, requested_by))
 		{
-			state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
-			version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
-			if (strcmp(state, "awaiting_human") == 0 && version == run_version)
-				outcome = strcmp(decision_str, "approve") == 0 ? "approved" :
-					strcmp(decision_str, "reject") == 0 ? "rejected" : "invalid";
+			if (ExecSaved(&lock_run_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
+				elog(ERROR, "run look-up failed");
+			if (SPI_processed == 1)
+			{
+				state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+				version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
+				if (strcmp(state, "awaiting_human") == 0 && version == run_version)
+					outcome = strcmp(decision_str, "approve") == 0 ? "approved" :
+						strcmp(decision_str, "reject") == 0 ? "rejected" : "invalid";
+			}
 		}
 
 		if (strcmp(outcome, "invalid") != 0)

@@ -27,7 +27,9 @@
  * at any point leaves the effect either pending and never sent, or
  * sending; SettleExpiredLeases (run in a round at most once a second, by any
  * dispatcher) turns an expired sending lease into unknown, never silently
- * into a second send. Outcomes are recorded with CompleteEffect/FailEffect
+ * into a second send. Lease owners name their dispatcher and server life,
+ * so a starting dispatcher settles at once the leases of dispatchers that
+ * are gone (src/dispatcher_leases.c) instead of waiting for them to expire. Outcomes are recorded with CompleteEffect/FailEffect
  * (src/outbox.c), the same code as the pull API, under the lease owner
  * check, so a late outcome for a lease that was settled meanwhile is
  * ignored.
@@ -104,6 +106,7 @@
 #include "args.h"
 #include "crypto.h"
 #include "dispatcher.h"
+#include "dispatcher_leases.h"
 #include "endpoints.h"
 #include "guc.h"
 #include "http.h"
@@ -173,6 +176,7 @@ static int	done_buf_len = 0;
 static bool solo_recording = false;
 static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
 static TimestampTz next_settle = 0;	/* when RoundWork settles expired leases next */
+static bool gone_leases_settled = false;	/* see src/dispatcher_leases.c */
 
 /* ---------------------------------------------------------------- SQL */
 
@@ -430,7 +434,7 @@ ClaimEffects(int limit)
 	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
 	b->cxt = bcxt;
 	claiming = b;
-	memcpy(&b->owner, RandomUuid(), sizeof(pg_uuid_t));
+	DispatcherLeaseOwner(&b->owner);	/* names this dispatcher and life */
 
 	values[0] = Int32GetDatum(limit);
 	values[1] = UUIDPGetDatum(&b->owner);
@@ -711,6 +715,7 @@ typedef struct RoundRequest
 {
 	int			limit;
 	int			claimed;
+	bool		settled_gone;	/* gone dispatchers' leases were settled */
 } RoundRequest;
 
 /* RoundWork is DoRound's transaction (a RunInTransaction work). */
@@ -723,6 +728,15 @@ RoundWork(void *arg)
 	{
 		if (!solo_recording)	/* else recorded afterwards, one by one */
 			RecordQueued();
+		if (!gone_leases_settled)
+		{
+			int			n = SettleGoneDispatchersLeases();
+
+			if (n > 0)
+				ereport(LOG,
+						(errmsg("idemgate dispatcher: settled %d effects leased by dispatchers that are gone", n)));
+			round->settled_gone = true;
+		}
 		/* Leases last at least 10 s: settling once a second is enough. */
 		if (GetCurrentTimestamp() >= next_settle)
 		{
@@ -747,7 +761,7 @@ RoundWork(void *arg)
 static int
 DoRound(int limit, MemoryContext loop_cxt)
 {
-	RoundRequest round = {limit, 0};
+	RoundRequest round = {limit, 0, false};
 	bool		failed;
 
 	StopIfPostmasterDied();
@@ -778,6 +792,8 @@ DoRound(int limit, MemoryContext loop_cxt)
 	else
 		FinishQueued();
 	solo_recording = false;
+	if (round.settled_gone)
+		gone_leases_settled = true;
 	pg_atomic_fetch_add_u64(&my_shared->rounds, 1);
 	pg_atomic_write_u64(&my_shared->last_round_at, (uint64) GetCurrentTimestamp());
 	return round.claimed;
@@ -994,6 +1010,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	pg_write_barrier();
 	my_shared->procno = MyProc->pgprocno;
 	pg_atomic_write_u64(&my_shared->started_at, (uint64) GetCurrentTimestamp());
+	DispatcherLeaseBegin(my_slot);
 	on_shmem_exit(ClearSlot, (Datum) 0);
 
 	done_buf_len = IDEMGATE_MAX_IN_FLIGHT;

@@ -31,6 +31,7 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "doc_limits.h"
 #include "crypto.h"
 #include "effects.h"
 #include "events.h"
@@ -388,6 +389,7 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	RequireArg(fcinfo, 3, "effects");
+	CheckDocumentArg(fcinfo, 3, "effects");
 	effects = PG_GETARG_JSONB_P(3);
 	(void) ValidateEffects(effects, "effects");
 

@@ -13,6 +13,7 @@
 #include "utils/guc.h"
 
 #include "guc.h"
+#include "doc_limits.h"
 #include "idemgate_limits.h"
 
 char	   *IdemgateDatabase = NULL;
@@ -180,6 +181,8 @@ DefineIdemgateSettings(void)
 							"How long HTTP effects may be due with no running dispatcher serving the database before dispatcher_missing fires.",
 							NULL, &IdemgateAlertDispatcherMissingAfterSecs, 60, 0, 24 * 3600,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineDocumentLimitSettings();
 
 	MarkGUCPrefixReserved("idemgate");
 }

@@ -37,6 +37,7 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "doc_limits.h"
 #include "crypto.h"
 #include "deadletters.h"
 #include "events.h"
@@ -429,6 +430,7 @@ idemgate_claim(PG_FUNCTION_ARGS)
 	ClaimResult res;
 
 	RequireArg(fcinfo, 1, "payload");
+	CheckDocumentArg(fcinfo, 1, "payload");
 	payload = PG_GETARG_JSONB_P(1);
 	lease = LeaseArg(fcinfo, 2, "lease");
 
@@ -534,6 +536,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	JsonbIteratorToken tok;
 
 	RequireArg(fcinfo, 0, "request");
+	CheckDocumentArg(fcinfo, 0, "request");
 	request = PG_GETARG_JSONB_P(0);
 	if (!JB_ROOT_IS_OBJECT(request))
 		ereport(ERROR,
@@ -706,6 +709,7 @@ idemgate_cas_transition(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	new_state = StateArg(fcinfo, 3, "new_state");
+	CheckDocumentArg(fcinfo, 4, "result");
 	result = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
 
 	ConnectSPI();
@@ -851,6 +855,7 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 	ClaimResult res;
 
 	RequireArg(fcinfo, 2, "payload");
+	CheckDocumentArg(fcinfo, 2, "payload");
 	payload = PG_GETARG_JSONB_P(2);
 	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", IDEMGATE_MAX_NAME_BYTES));
 	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", IDEMGATE_MAX_REASON_BYTES));

@@ -51,6 +51,7 @@
 #include "utils/numeric.h"
 
 #include "args.h"
+#include "doc_limits.h"
 #include "validate.h"
 
 /* How deeply schemas (properties / items) may nest. */
@@ -1084,6 +1085,8 @@ idemgate_validate(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	tupdesc = BlessTupleDesc(tupdesc);
 
+	CheckDocumentArg(fcinfo, 0, "output");
+	CheckDocumentArg(fcinfo, 1, "schema");
 	valid = ValidateJsonb(PG_GETARG_JSONB_P(0), PG_GETARG_JSONB_P(1), &errors);
 
 	values[0] = BoolGetDatum(valid);

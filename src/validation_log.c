@@ -20,6 +20,7 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "doc_limits.h"
 #include "events.h"
 #include "runs.h"
 #include "spi_util.h"
@@ -59,8 +60,10 @@ idemgate_record_validation(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
 	RequireArg(fcinfo, 3, "output");
+	CheckDocumentArg(fcinfo, 3, "output");
 	output = PG_GETARG_JSONB_P(3);
 	RequireArg(fcinfo, 4, "schema");
+	CheckDocumentArg(fcinfo, 4, "schema");
 	schema = PG_GETARG_JSONB_P(4);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);

@@ -326,32 +326,72 @@ COMMENT ON VIEW idemgate.alerts IS
 -- library; a NOTICE from this script would never reach the client, since
 -- extension scripts run with client_min_messages at least WARNING).
 
--- Nothing new is executable by PUBLIC; roles that already hold a bundle
--- (granted under 1.0) get its new members, as grant_role would give them.
+-- Metrics that survive purge (src/metrics.c, src/metrics.h): purge adds
+-- what metrics() counts of the rows it deletes to an hourly rollup, in the
+-- same statement; metrics(since) = live rows + rolled-up hours. Nothing is
+-- written on the claim or delivery paths.
+CREATE TABLE idemgate.metrics_rollup (
+    hour              timestamptz PRIMARY KEY,
+    first_at          timestamptz NOT NULL,
+    last_at           timestamptz NOT NULL,
+    claimed           bigint NOT NULL DEFAULT 0,
+    duplicates        bigint NOT NULL DEFAULT 0,
+    recovered         bigint NOT NULL DEFAULT 0,
+    approvals_decided bigint NOT NULL DEFAULT 0,
+    human_approved    bigint NOT NULL DEFAULT 0,
+    validations       bigint NOT NULL DEFAULT 0,
+    invalid           bigint NOT NULL DEFAULT 0,
+    auto_approved     bigint NOT NULL DEFAULT 0,
+    retries           bigint NOT NULL DEFAULT 0,
+    retry_exhausted   bigint NOT NULL DEFAULT 0,
+    approval_waits    double precision[] NOT NULL DEFAULT '{}'
+);
+COMMENT ON TABLE idemgate.metrics_rollup IS
+'What metrics() counted from purged runs, per UTC hour: first claims (claimed), duplicate and recovered claims, decided/approved approvals and their waits in seconds, validations, automatic approvals, retries; first_at/last_at bound the times counted. Written only by purge';
+CREATE TABLE idemgate.effect_type_rollup (
+    effect_type text PRIMARY KEY,
+    completed   bigint NOT NULL DEFAULT 0,
+    failed      bigint NOT NULL DEFAULT 0
+);
+COMMENT ON TABLE idemgate.effect_type_rollup IS
+'Per effect type, the completed effects and dead-lettered failures of purged runs, so the Prometheus counters idemgate_effects_completed_total/failed_total never go down. Written only by purge';
+SELECT pg_catalog.pg_extension_config_dump('idemgate.metrics_rollup', '');
+SELECT pg_catalog.pg_extension_config_dump('idemgate.effect_type_rollup', '');
+REVOKE ALL ON idemgate.metrics_rollup, idemgate.effect_type_rollup FROM PUBLIC;
+
+CREATE FUNCTION idemgate.effect_type_metrics()
+RETURNS TABLE(effect_type text, pending bigint, oldest_pending_seconds double precision,
+              unknown bigint, completed_total bigint, failed_total bigint, paused boolean)
+LANGUAGE C STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_effect_type_metrics';
+COMMENT ON FUNCTION idemgate.effect_type_metrics() IS
+'Per effect type, what prometheus() exports: pending effects, age of the oldest pending one in seconds (0 when none), unknown effects, completed effects and dead-lettered failures since installation (purge keeps them), paused';
+
+CREATE FUNCTION idemgate.alerts_firing()
+RETURNS TABLE(alert text, severity text, subject text, count bigint)
+LANGUAGE C STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_alerts_firing';
+COMMENT ON FUNCTION idemgate.alerts_firing() IS
+'The alerts firing now with their subject (effect type, workflow or database) and count: what prometheus() exports as idemgate_alerts_firing{alert, severity, subject}';
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('reader', 'idemgate.effect_type_metrics()'),
+    ('operator', 'idemgate.effect_type_metrics()'),
+    ('reader', 'idemgate.alerts_firing()'),
+    ('operator', 'idemgate.alerts_firing()');
+INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
+    ('operator', 'idemgate.metrics_rollup');
+
+COMMENT ON FUNCTION idemgate.prometheus() IS
+'metrics() over the last 7 days in the Prometheus text exposition format: gauges named idemgate_*, windowed ones labelled window="7d"; per effect type (label effect_type) idemgate_effects_pending, _oldest_pending_seconds, _unknown, _completed_total, _failed_total, _paused; idemgate_dispatchers_running; idemgate_alerts_firing per alert';
+
+-- Nothing new is executable by PUBLIC. Roles that already hold a bundle
+-- (granted under 1.0) get its new members in 99_release_grants.sql.
 REVOKE EXECUTE ON FUNCTION idemgate.pause_effect_type(text, text, text),
                           idemgate.resume_effect_type(text, text),
                           idemgate.unregister_endpoint(text, text),
                           idemgate.cancel_effect(uuid, text, text),
-                          idemgate.cancel_approval(uuid, text, text) FROM PUBLIC;
+                          idemgate.cancel_approval(uuid, text, text),
+                          idemgate.effect_type_metrics(),
+                          idemgate.alerts_firing() FROM PUBLIC;
 REVOKE ALL ON idemgate.effect_types FROM PUBLIC;
-DO $$
-DECLARE g record;
-BEGIN
-  FOR g IN SELECT gb.role::text AS role, m.fn, m.rel::text AS rel
-             FROM idemgate.granted_bundles gb
-             JOIN idemgate.bundle_members m ON m.bundle = gb.bundle
-            WHERE m.fn IN ('idemgate.pause_effect_type(text,text,text)',
-                           'idemgate.dispatcher_status()',
-                           'idemgate.resume_effect_type(text,text)',
-                           'idemgate.unregister_endpoint(text,text)',
-                           'idemgate.cancel_effect(uuid,text,text)',
-                           'idemgate.cancel_approval(uuid,text,text)')
-               OR m.rel IN ('idemgate.effect_types'::regclass, 'idemgate.paused_effect_types'::regclass)
-  LOOP
-    IF g.fn IS NOT NULL THEN
-      EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', g.fn, g.role);
-    ELSE
-      EXECUTE pg_catalog.format('GRANT SELECT ON %s TO %s', g.rel, g.role);
-    END IF;
-  END LOOP;
-END $$;

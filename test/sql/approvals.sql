@@ -102,7 +102,7 @@ SELECT * FROM pg_temp.consume('dec', 'approve', 'alice');
 -- Audience: an approver outside it gets invalid; one inside decides.
 SELECT pg_temp.ask('aud', p_audience => '{alice,bob}');
 SELECT * FROM pg_temp.consume('aud', 'approve', 'mallory');
-SELECT * FROM pg_temp.consume('aud', 'approve', 'Alice');
+SELECT * FROM pg_temp.consume('aud', 'approve', 'carol');
 SELECT pg_temp.run_state('aud');
 SELECT * FROM pg_temp.consume('aud', 'approve', 'bob');
 

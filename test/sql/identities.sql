@@ -1,0 +1,74 @@
+-- Separation of duties and audiences compare identities normalised (SPEC
+-- §15): Unicode NFC, lower-cased, trimmed, format characters (Cf: U+200B
+-- zero-width space, U+FEFF, U+00AD soft hyphen, U+2060 word joiner ...)
+-- removed. Before 1.1 the bytes were compared: with requested_by 'alice',
+-- approvers 'Alice', 'alice ' and 'alice<U+200B>' were accepted.
+-- Identities are built from UTF-8 bytes (pg_temp.u) so the file works in
+-- any server encoding that can hold them.
+CREATE EXTENSION IF NOT EXISTS idemgate;
+\set VERBOSITY terse
+CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+-- u(hex): the UTF-8 text with these bytes.
+CREATE FUNCTION pg_temp.u(hex text) RETURNS text LANGUAGE sql AS $$
+SELECT convert_from(decode(hex, 'hex'), 'UTF8') $$;
+-- ask(key, audience, requested_by): a run awaiting approval; its token.
+CREATE FUNCTION pg_temp.ask(k text, aud text[], req text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE c record; a record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim(k, '{}');
+  SELECT * INTO a FROM idemgate.request_approval(k, c.lease_owner, c.version,
+    '{"type": "identities_mail", "target": "t", "payload": {}}', '1 hour', NULL, aud, req);
+  RETURN a.token;
+END $$;
+
+-- The identities used below, as text and as their UTF-8 bytes.
+SELECT name, encode(convert_to(v, 'UTF8'), 'hex') AS utf8 FROM (VALUES
+  ('alice + U+200B', pg_temp.u('616c696365e2808b')),
+  ('U+FEFF + ALICE', pg_temp.u('efbbbf414c494345')),
+  ('al + U+00AD + ice', pg_temp.u('616cc2ad696365')),
+  ('alice + U+2060', pg_temp.u('616c696365e281a0')),
+  ('josé precomposed', pg_temp.u('6a6f73c3a9')),
+  ('jose + U+0301 decomposed', pg_temp.u('6a6f7365cc81')),
+  ('JOSÉ precomposed capital', pg_temp.u('4a4f53c389'))
+) t(name, v);
+
+-- Requested by 'alice': none of these forms of alice may decide.
+SELECT pg_temp.ask('id-1', NULL, 'alice') AS t1 \gset
+SELECT who, (SELECT outcome FROM idemgate.consume_approval(:'t1', 'approve', a)) AS outcome
+FROM (VALUES ('Alice', 'Alice'), ('alice (trailing space)', 'alice '),
+             ('  ALICE (leading spaces)', '  ALICE'), ('alice tab', E'alice\t'),
+             ('alice + U+200B', pg_temp.u('616c696365e2808b')),
+             ('U+FEFF + ALICE', pg_temp.u('efbbbf414c494345')),
+             ('al + U+00AD + ice', pg_temp.u('616cc2ad696365')),
+             ('alice + U+2060', pg_temp.u('616c696365e281a0')),
+             ('alice + U+00A0 (no-break space)', pg_temp.u('616c696365c2a0'))) t(who, a);
+SELECT state FROM idemgate.runs WHERE idempotency_key = 'id-1';
+-- Someone else may.
+SELECT outcome FROM idemgate.consume_approval(:'t1', 'approve', 'bob');
+SELECT state FROM idemgate.runs WHERE idempotency_key = 'id-1';
+
+-- Requested by josé (precomposed é): the decomposed form and the capital
+-- are the same person; 'jose' (no accent) is someone else.
+SELECT pg_temp.ask('id-2', NULL, pg_temp.u('6a6f73c3a9')) AS t2 \gset
+SELECT (SELECT outcome FROM idemgate.consume_approval(:'t2', 'approve', pg_temp.u('6a6f7365cc81'))) AS decomposed,
+       (SELECT outcome FROM idemgate.consume_approval(:'t2', 'approve', pg_temp.u('4a4f53c389'))) AS capital;
+SELECT outcome FROM idemgate.consume_approval(:'t2', 'reject', 'jose');
+
+-- An audience matches normalised too: {'Bob', decomposed josé}.
+SELECT pg_temp.ask('id-3', ARRAY['Bob', pg_temp.u('6a6f7365cc81')], 'alice') AS t3 \gset
+SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', 'carol');
+SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', 'alice');
+SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', pg_temp.u('e2808b626f6220'));
+SELECT pg_temp.ask('id-4', ARRAY['Bob', pg_temp.u('6a6f7365cc81')], 'alice') AS t4 \gset
+SELECT outcome FROM idemgate.consume_approval(:'t4', 'approve', pg_temp.u('4a4f53c389'));
+
+-- An audience of only the requester, in another spelling, is refused when
+-- the approval is requested (nobody could decide it).
+SELECT pg_temp.sqlstate_of($$SELECT pg_temp.ask('id-5', ARRAY['ALICE ', pg_temp.u('616c696365e2808b')], 'alice')$$);
+SELECT count(*) AS approvals FROM idemgate.approvals WHERE idempotency_key = 'id-5';
+
+-- The approval keeps the identities as given: only comparisons normalise.
+SELECT requested_by, audience FROM idemgate.approvals WHERE idempotency_key = 'id-3';
+
+DELETE FROM idemgate.runs WHERE idempotency_key LIKE 'id-%';
