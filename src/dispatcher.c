@@ -230,7 +230,7 @@ static SavedStatement claim_stmt = {
 	"   pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
 	"     'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
 	"     'attempt', o.attempts)::text",
-	3, {INT4OID, UUIDOID, INTERVALOID}
+	3, {INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
 };
 
 /* Give a claimed, unsent effect back: pending, attempt not counted. */

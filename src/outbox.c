@@ -120,7 +120,7 @@ static SavedStatement claim_stmt = {
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
 	" RETURNING o.effect_id, o.idempotency_key, o.effect_type, o.target, o.payload,"
 	"           o.attempts, o.lease_owner",
-	4, {TEXTOID, INT4OID, UUIDOID, INTERVALOID}
+	4, {TEXTOID, INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
 };
 
 /*
@@ -151,7 +151,7 @@ static SavedStatement complete_stmt = {
 	" FROM done d"
 	")"
 	" SELECT d.effect_id, d.idempotency_key FROM done d",
-	4, {UUIDARRAYOID, UUIDARRAYOID, TEXTARRAYOID, INT4ARRAYOID}
+	4, {UUIDARRAYOID, UUIDARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, GENERIC_PLAN
 };
 
 static SavedStatement lock_sending_stmt = {
@@ -197,7 +197,7 @@ static SavedStatement lock_runs_stmt = {
 	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r",
-	1, {TEXTARRAYOID}
+	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
 static SavedStatement complete_runs_stmt = {
@@ -226,7 +226,7 @@ static SavedStatement complete_runs_stmt = {
 	" SELECT f.idempotency_key, 'state_changed', $2,"
 	"        pg_catalog.jsonb_build_object('from', 'approved', 'to', 'completed', 'version', f.version)"
 	" FROM fin f",
-	2, {TEXTARRAYOID, TEXTOID}
+	2, {TEXTARRAYOID, TEXTOID}, GENERIC_PLAN
 };
 
 static SavedStatement expired_stmt = {
