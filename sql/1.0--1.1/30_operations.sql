@@ -189,7 +189,7 @@ WITH settings AS (
                     (SELECT pg_catalog.max(r.created_at) FROM idemgate.runs r
                       WHERE r.workflow = w.workflow),
                     (SELECT pg_catalog.max(e.at) FROM idemgate.events e
-                      WHERE e.kind IN ('claimed', 'recovered', 'duplicate')
+                      WHERE e.kind IN ('recovered', 'duplicate')
                         AND (e.details OPERATOR(pg_catalog.->>) 'workflow') = w.workflow)) AS last_seen,
            pg_catalog.date_part('epoch', w.expected_interval)::bigint AS secs
       FROM idemgate.watched_workflows w

@@ -357,6 +357,16 @@ SELECT throws_ok($$SELECT idemgate.reinject(-1, 'ops')$$, 'IG003', NULL, 'reinje
 SELECT throws_ok($$SELECT idemgate.resolve_effect(gen_random_uuid(), true, 'ops', NULL, NULL)$$, 'IG003', NULL, 'resolve_effect: unknown effect');
 SELECT throws_ok($$SELECT idemgate.grant_role('api_client', 'admin')$$, '22023', NULL, 'grant_role: unknown bundle');
 SELECT throws_ok($$SELECT * FROM idemgate.validate('{}', '{"type": "no_such_type"}')$$, '22023', NULL, 'validate: bad schema');
+-- No event row has kind 'claimed' (a first claim writes none; its time is
+-- runs.created_at): no partial index nor the silence alert may ask for it,
+-- or the index would not serve the query (10_release.sql).
+SELECT is((SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+            WHERE c.relnamespace = 'idemgate'::regnamespace
+              AND pg_get_expr(i.indpred, i.indrelid) LIKE '%''claimed''%'), 0::bigint,
+          'no partial index on kind ''claimed''');
+SELECT unalike(pg_get_viewdef('idemgate.alert_instances'::regclass), '%''claimed''%'::text,
+               'the silence alert does not look for kind ''claimed'''::text);
+
 -- What a bundle may not do is function_privs_are/table_privs_are above;
 -- the privileges regress test runs each refused call as its role (42501).
 
