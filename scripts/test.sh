@@ -5,7 +5,8 @@
 # runs as the postgres user, each against its own temp instance with
 # shared_preload_libraries = 'idemgate':
 #   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t),
-#   and the HTTP sink self-test (test/sink).
+#   the HTTP sink self-test (test/sink), and contrib/prometheus with
+#   Debian's prometheus-postgres-exporter and promtool (test/prometheus).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,6 +81,21 @@ if [ -f test/sink/selftest.sh ]; then
   bash test/sink/selftest.sh >"$logs/sink.log" 2>&1
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/sink.log" | tail -1)
   echo "${line:-sink self-test printed no summary}"
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+    failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
+# contrib/prometheus with the real tools (exporter, promtool), its own count.
+if [ -f test/prometheus/run.sh ]; then
+  echo "== prometheus"
+  runuser -u postgres -- env -C "$work/tree" bash test/prometheus/run.sh >"$logs/prometheus.log" 2>&1
+  grep -E '^(ok|not ok) - ' "$logs/prometheus.log" || true
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/prometheus.log" | tail -1)
+  echo "${line:-prometheus suite printed no summary}"
   if [ -n "$line" ]; then
     passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
     failed=$((failed + $(echo "$line" | awk '{ print $3 }')))

@@ -29,6 +29,7 @@
 #include "storage/lwlock.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/timestamp.h"
 
 #include "dispatcher_shmem.h"
 
@@ -62,6 +63,8 @@ IdemgateShmemStartup(void)
 	if (!found)
 	{
 		IdemgateShmem->launcher_pid = 0;
+		/* Any value unlike the last life's will do; no CSPRNG needed. */
+		IdemgateShmem->life_id = (uint32) (GetCurrentTimestamp() ^ ((uint64) MyProcPid << 16) ^ random());
 		for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
 		{
 			DispatcherSlot *s = &IdemgateShmem->slots[i];
@@ -76,6 +79,7 @@ IdemgateShmemStartup(void)
 			pg_atomic_init_u32(&s->in_flight, 0);
 			pg_atomic_init_u64(&s->last_round_at, 0);
 			pg_atomic_init_u64(&s->started_at, 0);
+			pg_atomic_init_u32(&s->incarnation, 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);

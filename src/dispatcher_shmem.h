@@ -33,11 +33,15 @@ typedef struct DispatcherSlot
 	pg_atomic_uint32 in_flight;
 	pg_atomic_uint64 last_round_at;	/* TimestampTz */
 	pg_atomic_uint64 started_at;	/* TimestampTz */
+	pg_atomic_uint32 incarnation;	/* starts of this slot in this life */
 } DispatcherSlot;
 
 typedef struct IdemgateShared
 {
 	volatile int launcher_pid;
+	uint32		life_id;		/* random, new at every shared memory setup
+								 * (server start and crash restart); see
+								 * src/dispatcher_leases.c */
 	DispatcherSlot slots[IDEMGATE_MAX_DISPATCHERS];
 } IdemgateShared;
 

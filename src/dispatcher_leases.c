@@ -1,0 +1,135 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/dispatcher_leases.c
+ *	  Lease owners that name their dispatcher, and settling at once the
+ *	  leases of dispatchers that are gone (SPEC §15: after a restart or a
+ *	  crash, the previous server life's leases are settled at once, not
+ *	  after their timeout).
+ *
+ * Design note. A dispatcher's claim stamps every claimed effect with a
+ * lease owner uuid. Instead of a random (version 4) uuid it uses a
+ * version 8 uuid that says who holds the lease:
+ *
+ *   bytes 0-3   life id: random, new each time shared memory is set up
+ *               (server start, and every crash restart — every process
+ *               of the previous life is dead by then)
+ *   byte  4     dispatcher slot
+ *   byte  5     incarnation of that slot in this life (low 8 bits)
+ *   byte  6     0x8_ (version 8) + 4 random bits
+ *   byte  7     0xD1, our marker
+ *   byte  8     RFC 4122 variant + 6 random bits
+ *   bytes 9-15  random (distinct per claim)
+ *
+ * Pull workers (claim_effects) get version 4 owners, so they never match.
+ * When a dispatcher starts, it settles (exactly as an expired lease is
+ * settled: unknown, or pending for endpoints that honour the key) every
+ * sending effect whose owner is a dispatcher of another life, or an
+ * earlier incarnation of its own slot in this life (a dispatcher that died
+ * by ERROR or was restarted by the launcher). Those processes are gone, so
+ * the requests they had in flight can never be recorded; waiting for the
+ * lease to expire (endpoint timeout + 10 s) only delays the retry or the
+ * operator's decision. Live dispatchers of this life are never touched:
+ * other slots' earlier incarnations are settled when those slots start
+ * again (or by lease expiry).
+ *
+ * How it is done: the matching leases are marked expired (lease_expires_at
+ * moved to just before now()), then SettleExpiredLeases (src/outbox.c)
+ * settles them with the usual events and dead letters.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "crypto.h"
+#include "dispatcher_leases.h"
+#include "dispatcher_shmem.h"
+#include "outbox.h"
+#include "spi_util.h"
+
+#define LEASE_MARKER 209		/* 0xD1 */
+
+
+static uint32 my_life = 0;
+static int	my_slot = -1;
+static uint8 my_incarnation = 0;
+
+/*
+ * Effects leased by a dispatcher that is gone: a version 8 owner with our
+ * marker, from another life ($1), or from an earlier incarnation ($3) of
+ * our own slot ($2).
+ */
+static SavedStatement expire_gone_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.-) '1 microsecond'::interval"
+	" WHERE state OPERATOR(pg_catalog.=) 'sending'"
+	"   AND lease_expires_at OPERATOR(pg_catalog.>=) pg_catalog.now()"
+	"   AND (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 6) OPERATOR(pg_catalog.&) 240) OPERATOR(pg_catalog.=) 128"
+	"   AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) OPERATOR(pg_catalog.=) " CppAsString2(LEASE_MARKER)
+	"   AND (pg_catalog.substr(pg_catalog.uuid_send(lease_owner), 1, 4) OPERATOR(pg_catalog.<>) $1"
+	"        OR (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 4) OPERATOR(pg_catalog.=) $2"
+	"            AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 5) OPERATOR(pg_catalog.<>) $3))",
+	3, {BYTEAOID, INT4OID, INT4OID}
+};
+
+/* DispatcherLeaseBegin notes this dispatcher's life, slot and incarnation. */
+void
+DispatcherLeaseBegin(int slot)
+{
+	DispatcherSlot *s = &IdemgateShmem->slots[slot];
+
+	my_life = IdemgateShmem->life_id;
+	my_slot = slot;
+	my_incarnation = (uint8) pg_atomic_add_fetch_u32(&s->incarnation, 1);
+}
+
+/* DispatcherLeaseOwner makes a fresh lease owner for one claim (see above). */
+void
+DispatcherLeaseOwner(pg_uuid_t *owner)
+{
+	Assert(my_slot >= 0);
+	RandomBytes(owner->data, UUID_LEN);
+	owner->data[0] = (uint8) (my_life >> 24);
+	owner->data[1] = (uint8) (my_life >> 16);
+	owner->data[2] = (uint8) (my_life >> 8);
+	owner->data[3] = (uint8) my_life;
+	owner->data[4] = (uint8) my_slot;
+	owner->data[5] = my_incarnation;
+	owner->data[6] = (owner->data[6] & 0x0f) | 0x80;	/* version 8 */
+	owner->data[7] = LEASE_MARKER;
+	owner->data[8] = (owner->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+}
+
+/*
+ * SettleGoneDispatchersLeases settles the leases of dispatchers that are
+ * gone (see the design note). Returns how many effects were settled. Must
+ * be called inside SPI.
+ */
+int
+SettleGoneDispatchersLeases(void)
+{
+	Datum		values[3];
+	bytea	   *life = palloc(VARHDRSZ + 4);
+	int			settled = 0;
+	int			n;
+
+	SET_VARSIZE(life, VARHDRSZ + 4);
+	((uint8 *) VARDATA(life))[0] = (uint8) (my_life >> 24);
+	((uint8 *) VARDATA(life))[1] = (uint8) (my_life >> 16);
+	((uint8 *) VARDATA(life))[2] = (uint8) (my_life >> 8);
+	((uint8 *) VARDATA(life))[3] = (uint8) my_life;
+	values[0] = PointerGetDatum(life);
+	values[1] = Int32GetDatum(my_slot);
+	values[2] = Int32GetDatum((int) my_incarnation);
+	if (ExecSaved(&expire_gone_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not expire the leases of dispatchers that are gone");
+	if (SPI_processed == 0)
+		return 0;
+	/* SettleExpiredLeases works in batches; a few are enough for any backlog. */
+	for (int i = 0; i < 1000 && (n = SettleExpiredLeases(NULL)) > 0; i++)
+		settled += n;
+	return settled;
+}
