@@ -5,7 +5,8 @@
 # runs as the postgres user, each against its own temp instance with
 # shared_preload_libraries = 'idemgate':
 #   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t),
-#   and the HTTP sink self-test (test/sink).
+#   the HTTP sink self-test (test/sink), and contrib/prometheus with
+#   Debian's prometheus-postgres-exporter and promtool (test/prometheus).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,6 +87,35 @@ if [ -f test/sink/selftest.sh ]; then
   else
     failed=$((failed + 1))
   fi
+fi
+
+# contrib/prometheus with the real tools (exporter, promtool), its own count.
+if [ -f test/prometheus/run.sh ]; then
+  echo "== prometheus"
+  runuser -u postgres -- env -C "$work/tree" bash test/prometheus/run.sh >"$logs/prometheus.log" 2>&1
+  grep -E '^(ok|not ok) - ' "$logs/prometheus.log" || true
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/prometheus.log" | tail -1)
+  echo "${line:-prometheus suite printed no summary}"
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+    failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
+# The shipped n8n workflows in a real n8n (installed from npm into a cache
+# directory on first use), driven on loopback; see test/n8n/run.sh.
+echo "== n8n"
+bash test/n8n/run.sh >"$logs/n8n.log" 2>&1
+grep -E '^(not ok|# )' "$logs/n8n.log" || true
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/n8n.log" | tail -1)
+echo "${line:-n8n suite printed no summary}"
+if [ -n "$line" ]; then
+  passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+  failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+else
+  failed=$((failed + 1))
 fi
 
 for f in "$logs"/*.diffs; do [ -f "$f" ] && { echo "--- $f"; head -c 20000 "$f"; }; done

@@ -25,7 +25,12 @@
  * destination_refused set and the address in error, and the dispatcher
  * records a rejected failure. Proxies are disabled (CURLOPT_PROXY ""), so
  * the address checked is the provider's, not a proxy's from the
- * environment.
+ * environment. A kept-alive connection is reused without a new check, so
+ * when idemgate.allowed_http_hosts changes the connection cache is emptied
+ * (ForgetConnections, as soon as nothing is in flight; until then requests
+ * to hosts not listed open fresh connections): a connection a host opened
+ * to a private address while it was listed is never reused after it was
+ * taken off the list.
  *
  * The send barrier (src/send_barrier.c) has the last word on every
  * request: libcurl's pre-request callback (PreRequest), called once the
@@ -68,6 +73,7 @@ static CURL *idle_pool[HTTP_POOL_MAX];
 static int	idle_count = 0;
 static int	in_flight = 0;
 static HttpRequest *flight_head = NULL;	/* every request in flight */
+static char *hosts_of_cache = NULL;	/* allowed_http_hosts the cached connections were opened under */
 
 /* HttpInit sets up libcurl and the multi handle once per process. */
 void
@@ -93,6 +99,41 @@ HttpShutdown(void)
 	if (multi != NULL)
 		curl_multi_cleanup(multi);
 	multi = NULL;
+}
+
+/* ForgetConnections closes every cached connection (nothing may be in flight). */
+static void
+ForgetConnections(void)
+{
+	Assert(in_flight == 0);
+	curl_multi_cleanup(multi);
+	multi = NULL;
+	HttpInit();
+}
+
+/*
+ * HostsChanged tells whether idemgate.allowed_http_hosts differs from the
+ * list the cached connections were opened under; empties the cache (and
+ * returns false) when it can.
+ */
+static bool
+HostsChanged(void)
+{
+	const char *hosts = IdemgateAllowedHttpHosts ? IdemgateAllowedHttpHosts : "";
+	char	   *copy;
+
+	if (hosts_of_cache != NULL && strcmp(hosts_of_cache, hosts) == 0)
+		return false;
+	if (in_flight > 0)
+		return true;
+	copy = strdup(hosts);
+	if (copy == NULL)
+		return true;
+	if (hosts_of_cache != NULL)
+		ForgetConnections();
+	free(hosts_of_cache);
+	hosts_of_cache = copy;
+	return false;
 }
 
 /* WriteBody keeps the first HTTP_MAX_BODY_KEPT bytes of the response body. */
@@ -340,6 +381,7 @@ HttpStart(HttpRequest *req)
 	CURL	   *easy;
 	struct curl_slist *list = NULL;
 	CURLMcode	mrc;
+	bool		fresh;
 
 	Assert(multi != NULL);
 	req->finished = false;
@@ -359,6 +401,7 @@ HttpStart(HttpRequest *req)
 	req->refused_why[0] = '\0';
 	req->held = false;
 	req->host_listed = EndpointHostListed(req->url);
+	fresh = HostsChanged() && !req->host_listed;
 
 	if (idle_count > 0)
 	{
@@ -419,6 +462,8 @@ HttpStart(HttpRequest *req)
 	curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, PreRequest);
 	curl_easy_setopt(easy, CURLOPT_PREREQDATA, req);
 	curl_easy_setopt(easy, CURLOPT_PROXY, "");
+	if (fresh)
+		curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, 1L);
 
 	in_flight++;
 	req->flight_prev = NULL;

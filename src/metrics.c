@@ -21,7 +21,18 @@
  *                     retryable error class (anything but rejected): the
  *                     last attempt failed and the effect was dead-lettered
  * Approval waits are consumed_at - created_at of the approvals consumed in
- * the window. The backlog figures (unknown_effects, dead_letters_open,
+ * the window (in seconds, so that live and rolled-up waits mix).
+ *
+ * Purge. purge deletes finished runs with their events and approvals; in
+ * the same statement it adds what the counts above take from those rows to
+ * idemgate.metrics_rollup, one row per UTC hour (counts, the waits as an
+ * array of seconds, and the first and last time counted in the hour), see
+ * METRICS_ROLLUP_CTES in src/metrics.h. Every figure is the live rows in
+ * [since, now()] plus the rolled-up hours that counted something at or
+ * after since: exact whenever since does not fall inside a rolled-up
+ * hour's [first_at, last_at] (e.g. since on the hour, or purged history
+ * older than since), so metrics(since) answers the same after a purge as
+ * before it. Nothing is written on the claim or delivery paths. The backlog figures (unknown_effects, dead_letters_open,
  * oldest_dead_letter_age, actions_enabled) are the state now, whatever
  * since says; actions_enabled is read by ActionsEnabled(), like the
  * dispatcher does. Rates are NULL when their denominator is zero.
@@ -45,6 +56,8 @@
 
 PG_FUNCTION_INFO_V1(idemgate_metrics);
 PG_FUNCTION_INFO_V1(idemgate_prometheus);
+PG_FUNCTION_INFO_V1(idemgate_effect_type_metrics);
+PG_FUNCTION_INFO_V1(idemgate_alerts_firing);
 
 #define METRIC_COLUMNS 17
 
@@ -77,27 +90,111 @@ static SavedStatement metrics_stmt = {
 	"), firsts AS ("
 	" SELECT pg_catalog.count(*) AS claimed FROM idemgate.runs r"
 	" WHERE r.created_at >= $1 AND r.created_at <= pg_catalog.now()"
+	"), ru AS ("
+	/* what purge took away: hours with something at or after since */
+	" SELECT COALESCE(pg_catalog.sum(m.claimed), 0)::bigint AS claimed,"
+	"  COALESCE(pg_catalog.sum(m.duplicates), 0)::bigint AS duplicates,"
+	"  COALESCE(pg_catalog.sum(m.recovered), 0)::bigint AS recovered,"
+	"  COALESCE(pg_catalog.sum(m.approvals_decided), 0)::bigint AS approvals_decided,"
+	"  COALESCE(pg_catalog.sum(m.human_approved), 0)::bigint AS human_approved,"
+	"  COALESCE(pg_catalog.sum(m.validations), 0)::bigint AS validations,"
+	"  COALESCE(pg_catalog.sum(m.invalid), 0)::bigint AS invalid,"
+	"  COALESCE(pg_catalog.sum(m.auto_approved), 0)::bigint AS auto_approved,"
+	"  COALESCE(pg_catalog.sum(m.retries), 0)::bigint AS retries,"
+	"  COALESCE(pg_catalog.sum(m.retry_exhausted), 0)::bigint AS retry_exhausted"
+	" FROM idemgate.metrics_rollup m WHERE m.last_at >= $1"
 	"), waits AS ("
 	" SELECT"
-	"  pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY a.consumed_at - a.created_at) AS p50,"
-	"  pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY a.consumed_at - a.created_at) AS p95"
-	" FROM idemgate.approvals a"
-	" WHERE a.consumed_at >= $1 AND a.consumed_at <= pg_catalog.now()"
-	"   AND a.decision IN ('approve', 'reject')"
+	"  pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY w.s) AS p50,"
+	"  pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY w.s) AS p95"
+	" FROM (SELECT pg_catalog.date_part('epoch', a.consumed_at - a.created_at) AS s"
+	"       FROM idemgate.approvals a"
+	"       WHERE a.consumed_at >= $1 AND a.consumed_at <= pg_catalog.now()"
+	"         AND a.decision IN ('approve', 'reject')"
+	"       UNION ALL"
+	"       SELECT pg_catalog.unnest(m.approval_waits) FROM idemgate.metrics_rollup m"
+	"       WHERE m.last_at >= $1) w"
 	"), dl AS ("
 	" SELECT pg_catalog.count(*) AS open, pg_catalog.now() - pg_catalog.min(d.dead_at) AS oldest"
 	" FROM idemgate.dead_letters d WHERE d.reinjected_at IS NULL"
+	"), tot AS ("
+	" SELECT firsts.claimed + ru.claimed + ev.recovered + ru.recovered + ev.duplicates + ru.duplicates AS claims,"
+	"  ev.duplicates + ru.duplicates AS duplicates, ev.recovered + ru.recovered AS recovered,"
+	"  ev.approvals_decided + ru.approvals_decided AS approvals_decided,"
+	"  ev.validations + ru.validations AS validations, ev.invalid + ru.invalid AS invalid,"
+	"  ev.auto_approved + ru.auto_approved AS auto_approved,"
+	"  ev.human_approved + ru.human_approved AS human_approved,"
+	"  ev.retries + ru.retries AS retries, ev.retry_exhausted + ru.retry_exhausted AS retry_exhausted"
+	" FROM ev, firsts, ru"
 	")"
-	" SELECT firsts.claimed + ev.recovered + ev.duplicates, ev.duplicates,"
-	"  ev.duplicates::float8 / NULLIF(firsts.claimed + ev.recovered + ev.duplicates, 0)::float8,"
-	"  ev.recovered, ev.approvals_decided, waits.p50, waits.p95,"
-	"  ev.validations, ev.invalid::float8 / NULLIF(ev.validations, 0)::float8,"
-	"  ev.auto_approved, ev.human_approved, ev.retries, ev.retry_exhausted,"
+	" SELECT tot.claims, tot.duplicates,"
+	"  tot.duplicates::float8 / NULLIF(tot.claims, 0)::float8,"
+	"  tot.recovered, tot.approvals_decided,"
+	"  pg_catalog.make_interval(secs => waits.p50), pg_catalog.make_interval(secs => waits.p95),"
+	"  tot.validations, tot.invalid::float8 / NULLIF(tot.validations, 0)::float8,"
+	"  tot.auto_approved, tot.human_approved, tot.retries, tot.retry_exhausted,"
 	"  (SELECT pg_catalog.count(*) FROM idemgate.outbox o WHERE o.state = 'unknown'),"
 	"  dl.open, dl.oldest"
-	" FROM ev, firsts, waits, dl",
+	" FROM tot, waits, dl",
 	1, {TIMESTAMPTZOID}
 };
+
+/*
+ * Per effect type: the backlog now, and the counters since installation
+ * (live rows plus what purge rolled up into idemgate.effect_type_rollup).
+ * completed_total counts completed effects (completed is final);
+ * failed_total counts dead-letterings (effect_failed events with new_state
+ * failed), so neither goes down when a dead letter is reinjected or a run
+ * purged.
+ */
+static SavedStatement type_metrics_stmt = {
+	"WITH live AS ("
+	" SELECT o.effect_type,"
+	"  pg_catalog.count(*) FILTER (WHERE o.state = 'pending') AS pending,"
+	"  pg_catalog.min(o.created_at) FILTER (WHERE o.state = 'pending') AS oldest,"
+	"  pg_catalog.count(*) FILTER (WHERE o.state = 'unknown') AS unknown,"
+	"  pg_catalog.count(*) FILTER (WHERE o.state = 'completed') AS completed"
+	" FROM idemgate.outbox o GROUP BY o.effect_type"
+	"), failed AS ("
+	" SELECT o.effect_type, pg_catalog.count(*) AS n"
+	" FROM idemgate.events e JOIN idemgate.outbox o ON o.effect_id = e.effect_id"
+	" WHERE e.kind = 'effect_failed' AND e.details ->> 'new_state' = 'failed'"
+	" GROUP BY o.effect_type"
+	"), types AS ("
+	" SELECT effect_type FROM live"
+	" UNION SELECT effect_type FROM idemgate.endpoints"
+	" UNION SELECT effect_type FROM idemgate.paused_effect_types"
+	" UNION SELECT effect_type FROM idemgate.effect_type_rollup"
+	")"
+	" SELECT t.effect_type, COALESCE(l.pending, 0),"
+	"  COALESCE(pg_catalog.date_part('epoch', pg_catalog.now() - l.oldest), 0)::float8,"
+	"  COALESCE(l.unknown, 0),"
+	"  (COALESCE(l.completed, 0) + COALESCE(r.completed, 0))::bigint,"
+	"  (COALESCE(f.n, 0) + COALESCE(r.failed, 0))::bigint,"
+	"  EXISTS (SELECT 1 FROM idemgate.paused_effect_types p WHERE p.effect_type = t.effect_type)"
+	" FROM types t"
+	" LEFT JOIN live l ON l.effect_type = t.effect_type"
+	" LEFT JOIN failed f ON f.effect_type = t.effect_type"
+	" LEFT JOIN idemgate.effect_type_rollup r ON r.effect_type = t.effect_type"
+	" ORDER BY t.effect_type",
+	0, {InvalidOid}
+};
+
+/* Running dispatchers that serve this database. */
+static SavedStatement dispatchers_stmt = {
+	"SELECT pg_catalog.count(*) FROM idemgate.dispatcher_status() d"
+	" WHERE d.database = pg_catalog.current_database()",
+	0, {InvalidOid}
+};
+
+/* The alerts view, one sample per firing alert. */
+static SavedStatement alerts_stmt = {
+	"SELECT alert, severity, subject, count FROM idemgate.alert_instances"
+	" ORDER BY alert, subject",
+	0, {InvalidOid}
+};
+
+#define TYPE_METRIC_COLUMNS 7
 
 /*
  * RunMetrics runs the metrics statement for [since, now()] and copies the
@@ -198,9 +295,187 @@ IntervalSeconds(Datum d)
 }
 
 /*
+ * idemgate_effect_type_metrics implements effect_type_metrics(): one row per
+ * effect type with what prometheus() exports for it.
+ */
+Datum
+idemgate_effect_type_metrics(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	if (ExecSaved(&type_metrics_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "effect type metrics statement failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[TYPE_METRIC_COLUMNS];
+		bool		nulls[TYPE_METRIC_COLUMNS];
+
+		for (int c = 0; c < TYPE_METRIC_COLUMNS; c++)
+			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * idemgate_alerts_firing implements alerts_firing(): the alerts firing now
+ * with subject and count, as prometheus() exports them.
+ */
+Datum
+idemgate_alerts_firing(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	if (ExecSaved(&alerts_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "alerts statement failed");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[4];
+		bool		nulls[4];
+
+		for (int c = 0; c < 4; c++)
+			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * AppendLabel appends name="value" with the value escaped as the text
+ * exposition format requires (backslash, double quote, newline).
+ */
+static void
+AppendLabel(StringInfo buf, const char *name, const char *value)
+{
+	appendStringInfo(buf, "%s=\"", name);
+	for (const char *p = value; *p; p++)
+	{
+		if (*p == '\\')
+			appendStringInfoString(buf, "\\\\");
+		else if (*p == '"')
+			appendStringInfoString(buf, "\\\"");
+		else if (*p == '\n')
+			appendStringInfoString(buf, "\\n");
+		else
+			appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '"');
+}
+
+/* One per-type family: name, help, type, and which column holds the value. */
+typedef struct TypeFamily
+{
+	const char *name;
+	const char *help;
+	const char *type;
+	int			column;			/* 1-based in type_metrics_stmt */
+} TypeFamily;
+
+static const TypeFamily type_families[] = {
+	{"idemgate_effects_pending", "Pending effects of the type now (due or not).", "gauge", 2},
+	{"idemgate_effects_oldest_pending_seconds", "Age of the type's oldest pending effect (0 when none).", "gauge", 3},
+	{"idemgate_effects_unknown", "Effects of the type whose delivery is unknown now.", "gauge", 4},
+	{"idemgate_effects_completed_total", "Effects of the type completed since installation (purge keeps the count).", "counter", 5},
+	{"idemgate_effects_failed_total", "Effects of the type dead-lettered as failed since installation (purge keeps the count).", "counter", 6},
+	{"idemgate_effects_paused", "1 while the type is paused (pause_effect_type), else 0.", "gauge", 7},
+	{NULL, NULL, NULL, 0}
+};
+
+/*
+ * AppendOperations appends the per-type families, the dispatcher gauge and
+ * the firing alerts. Must be called inside SPI; the text goes to buf,
+ * allocated in outcxt.
+ */
+static void
+AppendOperations(StringInfo buf, MemoryContext outcxt)
+{
+	SPITupleTable *types;
+	uint64		ntypes;
+	MemoryContext old;
+	bool		isnull;
+	double		running;
+
+	if (ExecSaved(&type_metrics_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "effect type metrics statement failed");
+	types = SPI_tuptable;
+	ntypes = SPI_processed;
+	old = MemoryContextSwitchTo(outcxt);
+	for (int f = 0; type_families[f].name != NULL; f++)
+	{
+		const TypeFamily *tf = &type_families[f];
+
+		appendStringInfo(buf, "# HELP %s %s\n# TYPE %s %s\n", tf->name, tf->help, tf->name, tf->type);
+		for (uint64 i = 0; i < ntypes; i++)
+		{
+			HeapTuple	tup = types->vals[i];
+			char	   *type = SPI_getvalue(tup, types->tupdesc, 1);
+			Datum		d = SPI_getbinval(tup, types->tupdesc, tf->column, &isnull);
+			Oid			typid = SPI_gettypeid(types->tupdesc, tf->column);
+			double		v;
+
+			if (typid == FLOAT8OID)
+				v = DatumGetFloat8(d);
+			else if (typid == BOOLOID)
+				v = DatumGetBool(d) ? 1.0 : 0.0;
+			else
+				v = (double) DatumGetInt64(d);
+			appendStringInfoString(buf, tf->name);
+			appendStringInfoChar(buf, '{');
+			AppendLabel(buf, "effect_type", type);
+			appendStringInfoString(buf, "} ");
+			AppendFloat(buf, isnull, v);
+			appendStringInfoChar(buf, '\n');
+		}
+	}
+	MemoryContextSwitchTo(old);
+
+	if (ExecSaved(&dispatchers_stmt, NULL, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "dispatcher count failed");
+	running = (double) DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	old = MemoryContextSwitchTo(outcxt);
+	AppendMetric(buf, "idemgate_dispatchers_running",
+				 "Running dispatchers that serve this database (0: HTTP effects are not sent).", "",
+				 false, running);
+	MemoryContextSwitchTo(old);
+
+	if (ExecSaved(&alerts_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "alerts statement failed");
+	old = MemoryContextSwitchTo(outcxt);
+	appendStringInfoString(buf,
+						   "# HELP idemgate_alerts_firing Alerts of the idemgate.alerts view firing now; the value is the alert's count.\n"
+						   "# TYPE idemgate_alerts_firing gauge\n");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull);
+
+		appendStringInfoString(buf, "idemgate_alerts_firing{");
+		AppendLabel(buf, "alert", SPI_getvalue(tup, SPI_tuptable->tupdesc, 1));
+		appendStringInfoChar(buf, ',');
+		AppendLabel(buf, "severity", SPI_getvalue(tup, SPI_tuptable->tupdesc, 2));
+		appendStringInfoChar(buf, ',');
+		AppendLabel(buf, "subject", SPI_getvalue(tup, SPI_tuptable->tupdesc, 3));
+		appendStringInfoString(buf, "} ");
+		AppendFloat(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
+		appendStringInfoChar(buf, '\n');
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * idemgate_prometheus implements prometheus(): metrics(now() - 7 days) in
  * the Prometheus text exposition format. Windowed figures carry the label
- * window="7d"; the backlog figures have no label.
+ * window="7d"; the backlog figures have no label. Then the per-type
+ * families (label effect_type), idemgate_dispatchers_running and
+ * idemgate_alerts_firing (labels alert, severity, subject).
  */
 Datum
 idemgate_prometheus(PG_FUNCTION_ARGS)
@@ -208,14 +483,17 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	Datum		v[METRIC_COLUMNS];
 	bool		n[METRIC_COLUMNS];
 	StringInfoData buf;
+	StringInfoData ops;
 	const char *w = "window=\"" PROMETHEUS_WINDOW_LABEL "\"";
 	const char *w50 = "window=\"" PROMETHEUS_WINDOW_LABEL "\",quantile=\"0.5\"";
 	const char *w95 = "window=\"" PROMETHEUS_WINDOW_LABEL "\",quantile=\"0.95\"";
 	TimestampTz since = GetCurrentTransactionStartTimestamp() - PROMETHEUS_WINDOW_USECS;
 	MemoryContext outcxt = CurrentMemoryContext;	/* outlives SPI_finish */
 
+	initStringInfo(&ops);		/* in outcxt */
 	ConnectSPI();
 	RunMetrics(since, v, n, outcxt);
+	AppendOperations(&ops, outcxt);
 	SPI_finish();
 
 #define COUNT(i) n[i], n[i] ? 0.0 : (double) DatumGetInt64(v[i])
@@ -264,6 +542,7 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	AppendMetric(&buf, "idemgate_actions_enabled",
 				 "1 when external sends are enabled (kill switch and setting both on), else 0.", "",
 				 n[16], (!n[16] && DatumGetBool(v[16])) ? 1.0 : 0.0);
+	appendBinaryStringInfo(&buf, ops.data, ops.len);
 
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf.data, buf.len));
 }

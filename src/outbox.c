@@ -40,6 +40,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
@@ -103,10 +104,11 @@ static const ErrorClass error_classes[] = {
 static SavedStatement claim_stmt = {
 	"WITH due AS ("
 	" SELECT o.effect_id FROM idemgate.outbox o"
-	" JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
 	" WHERE o.effect_type OPERATOR(pg_catalog.=) $1 AND o.state OPERATOR(pg_catalog.=) 'pending'"
 	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   AND (SELECT r.state FROM idemgate.runs r"
+	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key)"
+	"       OPERATOR(pg_catalog.=) 'approved'"
 	" ORDER BY o.next_attempt_at"
 	" LIMIT $2"
 	" FOR UPDATE OF o SKIP LOCKED"
@@ -115,20 +117,41 @@ static SavedStatement claim_stmt = {
 	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1,"
 	"     lease_owner = $3, lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) $4,"
 	"     updated_at = pg_catalog.now()"
-	" FROM due WHERE o.effect_id OPERATOR(pg_catalog.=) due.effect_id"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
 	" RETURNING o.effect_id, o.idempotency_key, o.effect_type, o.target, o.payload,"
 	"           o.attempts, o.lease_owner",
-	4, {TEXTOID, INT4OID, UUIDOID, INTERVALOID}
+	4, {TEXTOID, INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
 };
 
+/*
+ * Completing effects, one statement for a whole batch: each effect of $1
+ * still held by its owner (same position in $2) becomes completed with its
+ * provider id and status ($3, $4), and gets its effect_completed event.
+ * effect_id = ANY keeps this an index scan of outbox_pkey whatever plan
+ * the plan cache picks; "IS TRUE" hides the state test from the planner,
+ * which would otherwise AND in a scan of the whole outbox_sending_idx
+ * (dead entries included).
+ */
 static SavedStatement complete_stmt = {
-	"UPDATE idemgate.outbox"
-	" SET state = 'completed', provider_id = $3, last_status = $4, last_error = NULL,"
-	"     lease_expires_at = NULL, updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1 AND lease_owner OPERATOR(pg_catalog.=) $2"
-	"   AND state OPERATOR(pg_catalog.=) 'sending'"
-	" RETURNING idempotency_key, attempts",
-	4, {UUIDOID, UUIDOID, TEXTOID, INT4OID}
+	"WITH done AS ("
+	" UPDATE idemgate.outbox o"
+	" SET state = 'completed',"
+	"     provider_id = ($3::pg_catalog.text[])[pg_catalog.array_position($1, o.effect_id)],"
+	"     last_status = ($4::pg_catalog.int4[])[pg_catalog.array_position($1, o.effect_id)],"
+	"     last_error = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
+	"   AND o.lease_owner OPERATOR(pg_catalog.=) ($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
+	" RETURNING o.effect_id, o.idempotency_key, o.attempts, o.provider_id, o.last_status"
+	"), ev AS ("
+	" INSERT INTO idemgate.events (idempotency_key, effect_id, kind, details)"
+	" SELECT d.idempotency_key, d.effect_id, 'effect_completed',"
+	"        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+	"          'provider_id', d.provider_id, 'status', d.last_status, 'attempt', d.attempts))"
+	" FROM done d"
+	")"
+	" SELECT d.effect_id, d.idempotency_key FROM done d",
+	4, {UUIDARRAYOID, UUIDARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, GENERIC_PLAN
 };
 
 static SavedStatement lock_sending_stmt = {
@@ -159,34 +182,51 @@ static SavedStatement dead_letter_target_stmt = {
 	2, {INT8OID, TEXTOID}
 };
 
-static SavedStatement lock_run_state_stmt = {
-	"SELECT state, result IS NULL"
-	"    OR (result OPERATOR(pg_catalog.?) 'error_class' AND result OPERATOR(pg_catalog.?) 'failures')"
-	" FROM idemgate.runs"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {TEXTOID}
-};
-
 /*
- * The stored result of a run completed through its effects (SPEC §13):
- * what a later duplicate claim is answered with. It replaces no result of
- * the run's own, only NULL or the failure record fail() left before the run
- * was recovered (see lock_run_state_stmt).
+ * Completing runs, in two statements for a batch of keys. First lock the
+ * approved runs, in key order (two batches never deadlock): a sibling
+ * effect completing at the same time in another transaction serialises
+ * here. Then, in a fresh snapshot taken after the locks (so the sibling's
+ * commit is seen), complete those with no open effect, storing
+ * {"effects": [...]} when the run has no result of its own (NULL, or the
+ * failure record fail() left before the run was recovered: SPEC §13), and
+ * write the state_changed events SetRunState would.
  */
-static SavedStatement effects_result_stmt = {
-	"SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
-	"   pg_catalog.jsonb_build_object('effect_id', effect_id, 'effect_type', effect_type,"
-	"     'target', target, 'state', state, 'provider_id', provider_id)"
-	"   ORDER BY created_at, effect_type, target), '[]'::pg_catalog.jsonb))"
-	" FROM idemgate.outbox WHERE idempotency_key OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
+static SavedStatement lock_runs_stmt = {
+	"SELECT r.idempotency_key FROM idemgate.runs r"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	" ORDER BY r.idempotency_key FOR UPDATE OF r",
+	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
-static SavedStatement open_effects_stmt = {
-	"SELECT EXISTS (SELECT 1 FROM idemgate.outbox"
-	"  WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"    AND state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
-	1, {TEXTOID}
+static SavedStatement complete_runs_stmt = {
+	"WITH fin AS ("
+	" UPDATE idemgate.runs r"
+	" SET state = 'completed', version = r.version OPERATOR(pg_catalog.+) 1,"
+	"     updated_at = pg_catalog.now(),"
+	"     result = CASE WHEN r.result IS NULL"
+	"                     OR (r.result OPERATOR(pg_catalog.?) 'error_class'"
+	"                         AND r.result OPERATOR(pg_catalog.?) 'failures')"
+	"              THEN (SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
+	"                      pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'effect_type', o.effect_type,"
+	"                        'target', o.target, 'state', o.state, 'provider_id', o.provider_id)"
+	"                      ORDER BY o.created_at, o.effect_type, o.target), '[]'::pg_catalog.jsonb))"
+	"                    FROM idemgate.outbox o"
+	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key)"
+	"              ELSE r.result END"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
+	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
+	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))"
+	" RETURNING r.idempotency_key, r.version"
+	")"
+	" INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
+	" SELECT f.idempotency_key, 'state_changed', $2,"
+	"        pg_catalog.jsonb_build_object('from', 'approved', 'to', 'completed', 'version', f.version)"
+	" FROM fin f",
+	2, {TEXTARRAYOID, TEXTOID}, GENERIC_PLAN
 };
 
 static SavedStatement expired_stmt = {
@@ -211,6 +251,39 @@ FindErrorClass(const char *name, bool allow_internal)
 }
 
 /*
+ * CompleteRunsIfDone completes the runs of keys (a text[] datum, repeats
+ * allowed) that are approved and have no effect in another state than
+ * completed or cancelled; see lock_runs_stmt. Must be called inside SPI,
+ * after the effect rows were changed.
+ */
+static void
+CompleteRunsIfDone(Datum keys, const char *actor)
+{
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	Datum	   *locked;
+	int			n;
+
+	values[0] = keys;
+	if (ExecSaved(&lock_runs_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock runs");
+	n = (int) SPI_processed;
+	if (n == 0)
+		return;
+	locked = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		locked[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
+	}
+	values[0] = PointerGetDatum(construct_array(locked, n, TEXTOID, -1, false, TYPALIGN_INT));
+	SetTextParam(values, nulls, 1, actor);
+	if (ExecSaved(&complete_runs_stmt, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not complete runs");
+}
+
+/*
  * CompleteRunIfDone completes the run of key (approved → completed) when
  * none of its effects is in another state than completed or cancelled. A
  * run without a result of its own (NULL, or an earlier attempt's failure
@@ -222,33 +295,66 @@ FindErrorClass(const char *name, bool allow_internal)
 void
 CompleteRunIfDone(text *key, const char *actor)
 {
-	Datum		values[1];
-	bool		isnull;
-	char	   *state;
-	bool		no_result;
-	Jsonb	   *result = NULL;
+	Datum		k = PointerGetDatum(key);
 
-	values[0] = PointerGetDatum(key);
-	if (ExecSaved(&lock_run_state_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock run");
-	if (SPI_processed == 0)
-		return;
-	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
-	if (strcmp(state, "approved") != 0)
-		return;
-	no_result = DatumGetBool(GetResultDatum(0, 2, &isnull));
-	if (ExecSaved(&open_effects_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not count open effects");
-	if (DatumGetBool(GetResultDatum(0, 1, &isnull)))
-		return;
-	if (no_result)
+	CompleteRunsIfDone(PointerGetDatum(construct_array(&k, 1, TEXTOID, -1, false, TYPALIGN_INT)),
+					   actor);
+}
+
+/* CompleteEffects records n successful deliveries; see outbox.h. */
+int
+CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
+				char *const *provider_ids, const int *http_statuses, bool *completed)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	Datum	   *own = palloc(sizeof(Datum) * n);
+	Datum	   *pids = palloc(sizeof(Datum) * n);
+	bool	   *pid_nulls = palloc(sizeof(bool) * n);
+	Datum	   *sts = palloc(sizeof(Datum) * n);
+	bool	   *st_nulls = palloc(sizeof(bool) * n);
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	Datum		values[4];
+	uint64		done;
+	Datum	   *keys;
+
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
 	{
-		if (ExecSaved(&effects_result_stmt, values, NULL, false, 1) != SPI_OK_SELECT ||
-			SPI_processed != 1)
-			elog(ERROR, "could not summarise effects");
-		result = DatumGetJsonbPCopy(GetResultDatum(0, 1, &isnull));
+		ids[i] = UUIDPGetDatum(unconstify(pg_uuid_t *, &effect_ids[i]));
+		own[i] = UUIDPGetDatum(unconstify(pg_uuid_t *, &owners[i]));
+		pid_nulls[i] = provider_ids[i] == NULL;
+		pids[i] = pid_nulls[i] ? (Datum) 0 : CStringGetTextDatum(provider_ids[i]);
+		st_nulls[i] = http_statuses[i] <= 0;
+		sts[i] = Int32GetDatum(http_statuses[i]);
+		completed[i] = false;
 	}
-	SetRunState(key, "approved", "completed", result, false, actor, NULL);
+	values[0] = PointerGetDatum(construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
+	values[1] = PointerGetDatum(construct_array(own, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
+	values[2] = PointerGetDatum(construct_md_array(pids, pid_nulls, 1, dims, lbs,
+												   TEXTOID, -1, false, TYPALIGN_INT));
+	values[3] = PointerGetDatum(construct_md_array(sts, st_nulls, 1, dims, lbs,
+												   INT4OID, sizeof(int32), true, TYPALIGN_INT));
+	if (ExecSaved(&complete_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not complete effects");
+	done = SPI_processed;
+	if (done == 0)
+		return 0;
+	keys = palloc(sizeof(Datum) * done);
+	for (uint64 r = 0; r < done; r++)
+	{
+		bool		isnull;
+		pg_uuid_t  *id = DatumGetUUIDP(GetResultDatum(r, 1, &isnull));
+
+		keys[r] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(r, 2, &isnull)));
+		for (int i = 0; i < n; i++)
+			if (memcmp(id, &effect_ids[i], sizeof(pg_uuid_t)) == 0)
+				completed[i] = true;
+	}
+	CompleteRunsIfDone(PointerGetDatum(construct_array(keys, (int) done, TEXTOID, -1, false,
+													   TYPALIGN_INT)), NULL);
+	return (int) done;
 }
 
 /* CompleteEffect records a successful delivery; see outbox.h. */
@@ -256,34 +362,10 @@ bool
 CompleteEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 			   const char *provider_id, int http_status)
 {
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
-	bool		isnull;
-	text	   *key;
-	int			attempt;
-	EventDetails details;
+	char	   *pid = unconstify(char *, provider_id);
+	bool		completed;
 
-	values[0] = UUIDPGetDatum(effect_id);
-	values[1] = UUIDPGetDatum(owner);
-	SetTextParam(values, nulls, 2, provider_id);
-	values[3] = Int32GetDatum(http_status);
-	nulls[3] = http_status > 0 ? ' ' : 'n';
-	if (ExecSaved(&complete_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not complete effect");
-	if (SPI_processed == 0)
-		return false;
-	key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
-	attempt = DatumGetInt32(GetResultDatum(0, 2, &isnull));
-
-	DetailsInit(&details);
-	DetailsText(&details, "provider_id", provider_id);
-	if (http_status > 0)
-		DetailsInt(&details, "status", http_status);
-	DetailsInt(&details, "attempt", attempt);
-	RecordEvent(key, effect_id, "effect_completed", NULL, DetailsFinish(&details));
-
-	CompleteRunIfDone(key, NULL);
-	return true;
+	return CompleteEffects(1, effect_id, owner, &pid, &http_status, &completed) == 1;
 }
 
 /*

@@ -23,6 +23,17 @@ extern bool CompleteEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 						   const char *provider_id, int http_status);
 
 /*
+ * CompleteEffects is CompleteEffect for n effects at once, in three
+ * statements whatever n is (effects; locking their approved runs; runs
+ * with no open effect left). completed[i] tells whether effect i was still
+ * held by owners[i] and is now completed. Returns how many were. Must be
+ * called inside SPI.
+ */
+extern int	CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
+							char *const *provider_ids, const int *http_statuses,
+							bool *completed);
+
+/*
  * FailEffect records a failed attempt of a sending effect held by owner.
  * error_class is one of transport, rate_limited, unavailable,
  * timeout_after_send, server_error, rejected. retry_after_usecs < 0 means

@@ -15,6 +15,9 @@
  * Candidate runs are locked FOR UPDATE SKIP LOCKED, so a purge never waits
  * for, nor races with, a transaction working on one of them; a skipped run
  * is purged next time. Everything happens in one statement (a saved plan).
+ * In the same statement, what metrics() and the per-type counters count of
+ * the doomed rows is added to the hourly rollup (METRICS_ROLLUP_CTES in
+ * src/metrics.h), so the figures are the same before and after a purge.
  *
  * Open dead letters stay until an operator calls purge_dead_letters.
  * Events without a key (operator actions such as kill switch changes,
@@ -33,6 +36,7 @@
 
 #include "args.h"
 #include "events.h"
+#include "metrics.h"
 #include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(idemgate_purge);
@@ -52,7 +56,9 @@ static SavedStatement purge_stmt = {
 	"                   WHERE o.idempotency_key = r.idempotency_key"
 	"                     AND o.state NOT IN ('completed', 'failed', 'cancelled'))"
 	" FOR UPDATE OF r SKIP LOCKED"
-	"), ev AS ("
+	")"
+	METRICS_ROLLUP_CTES		/* what metrics() counts of them is kept */
+	", ev AS ("
 	" DELETE FROM idemgate.events e USING doomed x"
 	" WHERE e.idempotency_key = x.idempotency_key RETURNING 1"
 	"), dl AS ("

@@ -36,7 +36,8 @@ ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 
 	if (stmt->plan == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+		SPIPlanPtr	plan = SPI_prepare_cursor(stmt->sql, stmt->nargs, stmt->argtypes,
+											  stmt->cursor_options);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",

@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 #include "executor/spi.h"
+#include "nodes/parsenodes.h"
 
 /* A statement prepared once per backend and kept for its lifetime. */
 typedef struct SavedStatement
@@ -18,7 +19,16 @@ typedef struct SavedStatement
 	int			nargs;
 	Oid			argtypes[16];
 	SPIPlanPtr	plan;
+	int			cursor_options;	/* e.g. CURSOR_OPT_GENERIC_PLAN; 0 = default */
 } SavedStatement;
+
+/*
+ * For SavedStatement.cursor_options: plan once, with the parameters
+ * unknown. For statements whose generic plan is known to be index scans
+ * only but whose custom plans look cheaper to the plan cache (an array
+ * parameter's length, a LIMIT), which would otherwise replan every call.
+ */
+#define GENERIC_PLAN NULL, CURSOR_OPT_GENERIC_PLAN
 
 extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 					  bool read_only, long count);

@@ -127,7 +127,7 @@ COMMENT ON FUNCTION idemgate.dispatcher_status() IS
 REVOKE EXECUTE ON FUNCTION idemgate.dispatcher_status() FROM PUBLIC;
 
 -- Alerts (SPEC §14): the 1.0 alerts plus
---   stuck_effects      per type: pending effects of approved runs due for
+--   stuck_effects      per type: pending effects due for
 --                      longer than idemgate.alert_stuck_after (default 15 min),
 --                      whether or not anything could take them (no endpoint
 --                      and no puller, paused, kill switch off);
@@ -139,7 +139,7 @@ REVOKE EXECUTE ON FUNCTION idemgate.dispatcher_status() FROM PUBLIC;
 -- The message of an alert without a since (the setting turned the kill
 -- switch off) has no "since" part.
 CREATE OR REPLACE VIEW idemgate.alert_instances AS
-WITH settings AS (
+WITH RECURSIVE settings AS (
     SELECT COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_failures', true), '')::bigint,
                     10) AS max_failures,
            COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_stuck_after', true), '')::interval,
@@ -189,7 +189,7 @@ WITH settings AS (
                     (SELECT pg_catalog.max(r.created_at) FROM idemgate.runs r
                       WHERE r.workflow = w.workflow),
                     (SELECT pg_catalog.max(e.at) FROM idemgate.events e
-                      WHERE e.kind IN ('claimed', 'recovered', 'duplicate')
+                      WHERE e.kind IN ('recovered', 'duplicate')
                         AND (e.details OPERATOR(pg_catalog.->>) 'workflow') = w.workflow)) AS last_seen,
            pg_catalog.date_part('epoch', w.expected_interval)::bigint AS secs
       FROM idemgate.watched_workflows w
@@ -198,32 +198,54 @@ WITH settings AS (
            s.setting_enabled, c.changed_at, c.changed_by, c.reason
       FROM idemgate.control c, settings s
      WHERE c.singleton
+), served AS (
+    -- Whether a running dispatcher serves this database (shared memory).
+    SELECT EXISTS (SELECT 1 FROM idemgate.dispatcher_status() ds
+                    WHERE ds.database = pg_catalog.current_database()) AS here,
+           (SELECT pg_catalog.string_agg(DISTINCT ds.database, ', ')
+              FROM idemgate.dispatcher_status() ds) AS databases
+), ptypes(effect_type) AS (
+    -- The effect types with pending effects: a skip scan of the partial
+    -- index outbox_due_idx (effect_type, next_attempt_at) WHERE pending, so
+    -- that publish_alerts (every second) never reads a healthy backlog row
+    -- by row: below, each type costs an index range of its old rows only.
+    (SELECT o.effect_type FROM idemgate.outbox o
+      WHERE o.state = 'pending' ORDER BY o.effect_type LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.effect_type FROM idemgate.outbox o
+             WHERE o.state = 'pending' AND o.effect_type > p.effect_type
+             ORDER BY o.effect_type LIMIT 1)
+      FROM ptypes p WHERE p.effect_type IS NOT NULL
 ), due AS (
-    -- Pending effects of approved runs that are due (the partial index
-    -- outbox_due_idx covers the pending rows), per type.
-    SELECT o.effect_type,
-           pg_catalog.count(*) FILTER (WHERE o.next_attempt_at < pg_catalog.now() - s.stuck_after) AS stuck,
-           pg_catalog.min(o.next_attempt_at) FILTER (WHERE o.next_attempt_at < pg_catalog.now() - s.stuck_after) AS stuck_since,
-           pg_catalog.count(*) FILTER (WHERE o.next_attempt_at <= pg_catalog.now() - s.missing_after) AS overdue,
-           pg_catalog.min(o.next_attempt_at) FILTER (WHERE o.next_attempt_at <= pg_catalog.now() - s.missing_after) AS overdue_since,
-           EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = o.effect_type) AS http,
-           EXISTS (SELECT 1 FROM idemgate.paused_effect_types p WHERE p.effect_type = o.effect_type) AS paused
-      FROM idemgate.outbox o
-      JOIN idemgate.runs r ON r.idempotency_key = o.idempotency_key
-      CROSS JOIN settings s
-     WHERE o.state = 'pending' AND r.state = 'approved'
-       AND o.next_attempt_at <= pg_catalog.now()
-     GROUP BY o.effect_type
+    -- Per type: pending effects due for longer than the stuck threshold
+    -- and, where no dispatcher serves this database, HTTP effects due for
+    -- longer than the dispatcher_missing threshold. Effects are pending
+    -- only once their run was approved; one whose run was failed since is
+    -- never sent either, so it counts as stuck too (cancel_effect it).
+    SELECT p.effect_type, st.stuck, st.stuck_since, ov.overdue, ov.overdue_since,
+           EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type) AS http,
+           EXISTS (SELECT 1 FROM idemgate.paused_effect_types pt WHERE pt.effect_type = p.effect_type) AS paused
+      FROM ptypes p CROSS JOIN settings s CROSS JOIN served sv
+      CROSS JOIN LATERAL (
+          SELECT pg_catalog.count(*) AS stuck, pg_catalog.min(o.next_attempt_at) AS stuck_since
+            FROM idemgate.outbox o
+           WHERE o.state = 'pending' AND o.effect_type = p.effect_type
+             AND o.next_attempt_at < pg_catalog.now() - s.stuck_after) st
+      CROSS JOIN LATERAL (
+          SELECT pg_catalog.count(*) AS overdue, pg_catalog.min(o.next_attempt_at) AS overdue_since
+            FROM idemgate.outbox o
+           WHERE NOT sv.here
+             AND EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type)
+             AND o.state = 'pending' AND o.effect_type = p.effect_type
+             AND o.next_attempt_at <= pg_catalog.now() - s.missing_after) ov
+     WHERE p.effect_type IS NOT NULL
 ), missing AS (
     SELECT pg_catalog.sum(d.overdue)::bigint AS n, pg_catalog.min(d.overdue_since) AS since,
-           (SELECT pg_catalog.string_agg(DISTINCT ds.database, ', ')
-              FROM idemgate.dispatcher_status() ds) AS served,
+           sv.databases AS served,
            pg_catalog.current_database()::text COLLATE "default" AS db
-      FROM due d
+      FROM due d CROSS JOIN served sv
      WHERE d.http AND d.overdue > 0
-    HAVING pg_catalog.count(*) > 0
-       AND NOT EXISTS (SELECT 1 FROM idemgate.dispatcher_status() ds
-                        WHERE ds.database = pg_catalog.current_database())
+     GROUP BY sv.databases
 ), raised AS (
     SELECT 'failure_rate'::text AS alert,
            CASE f.what WHEN 'effect' THEN 'effect_type:' || f.grp
@@ -326,32 +348,78 @@ COMMENT ON VIEW idemgate.alerts IS
 -- library; a NOTICE from this script would never reach the client, since
 -- extension scripts run with client_min_messages at least WARNING).
 
--- Nothing new is executable by PUBLIC; roles that already hold a bundle
--- (granted under 1.0) get its new members, as grant_role would give them.
+-- Metrics that survive purge (src/metrics.c, src/metrics.h): purge adds
+-- what metrics() counts of the rows it deletes to an hourly rollup, in the
+-- same statement; metrics(since) = live rows + rolled-up hours. Nothing is
+-- written on the claim or delivery paths.
+CREATE TABLE idemgate.metrics_rollup (
+    hour              timestamptz PRIMARY KEY,
+    first_at          timestamptz NOT NULL,
+    last_at           timestamptz NOT NULL,
+    claimed           bigint NOT NULL DEFAULT 0,
+    duplicates        bigint NOT NULL DEFAULT 0,
+    recovered         bigint NOT NULL DEFAULT 0,
+    approvals_decided bigint NOT NULL DEFAULT 0,
+    human_approved    bigint NOT NULL DEFAULT 0,
+    validations       bigint NOT NULL DEFAULT 0,
+    invalid           bigint NOT NULL DEFAULT 0,
+    auto_approved     bigint NOT NULL DEFAULT 0,
+    retries           bigint NOT NULL DEFAULT 0,
+    retry_exhausted   bigint NOT NULL DEFAULT 0,
+    approval_waits    double precision[] NOT NULL DEFAULT '{}'
+);
+COMMENT ON TABLE idemgate.metrics_rollup IS
+'What metrics() counted from purged runs, per UTC hour: first claims (claimed), duplicate and recovered claims, decided/approved approvals and their waits in seconds, validations, automatic approvals, retries; first_at/last_at bound the times counted. Written only by purge';
+CREATE TABLE idemgate.effect_type_rollup (
+    effect_type text PRIMARY KEY,
+    completed   bigint NOT NULL DEFAULT 0,
+    failed      bigint NOT NULL DEFAULT 0
+);
+COMMENT ON TABLE idemgate.effect_type_rollup IS
+'Per effect type, the completed effects and dead-lettered failures of purged runs, so the Prometheus counters idemgate_effects_completed_total/failed_total never go down. Written only by purge';
+SELECT pg_catalog.pg_extension_config_dump('idemgate.metrics_rollup', '');
+SELECT pg_catalog.pg_extension_config_dump('idemgate.effect_type_rollup', '');
+REVOKE ALL ON idemgate.metrics_rollup, idemgate.effect_type_rollup FROM PUBLIC;
+
+CREATE FUNCTION idemgate.effect_type_metrics()
+RETURNS TABLE(effect_type text, pending bigint, oldest_pending_seconds double precision,
+              unknown bigint, completed_total bigint, failed_total bigint, paused boolean)
+LANGUAGE C STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_effect_type_metrics';
+COMMENT ON FUNCTION idemgate.effect_type_metrics() IS
+'Per effect type, what prometheus() exports: pending effects, age of the oldest pending one in seconds (0 when none), unknown effects, completed effects and dead-lettered failures since installation (purge keeps them), paused';
+
+CREATE FUNCTION idemgate.alerts_firing()
+RETURNS TABLE(alert text, severity text, subject text, count bigint)
+LANGUAGE C STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_alerts_firing';
+COMMENT ON FUNCTION idemgate.alerts_firing() IS
+'The alerts firing now with their subject (effect type, workflow or database) and count: what prometheus() exports as idemgate_alerts_firing{alert, severity, subject}';
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('reader', 'idemgate.effect_type_metrics()'),
+    ('operator', 'idemgate.effect_type_metrics()'),
+    ('reader', 'idemgate.alerts_firing()'),
+    ('operator', 'idemgate.alerts_firing()');
+INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
+    ('operator', 'idemgate.metrics_rollup');
+
+-- Scrapes read whole tables (the per-type counts): never pay for JIT
+-- compilation, which costs more than the query at these sizes.
+ALTER FUNCTION idemgate.prometheus() SET jit = off;
+ALTER FUNCTION idemgate.effect_type_metrics() SET jit = off;
+ALTER FUNCTION idemgate.alerts_firing() SET jit = off;
+
+COMMENT ON FUNCTION idemgate.prometheus() IS
+'metrics() over the last 7 days in the Prometheus text exposition format: gauges named idemgate_*, windowed ones labelled window="7d"; per effect type (label effect_type) idemgate_effects_pending, _oldest_pending_seconds, _unknown, _completed_total, _failed_total, _paused; idemgate_dispatchers_running; idemgate_alerts_firing per alert';
+
+-- Nothing new is executable by PUBLIC. Roles that already hold a bundle
+-- (granted under 1.0) get its new members in 99_release_grants.sql.
 REVOKE EXECUTE ON FUNCTION idemgate.pause_effect_type(text, text, text),
                           idemgate.resume_effect_type(text, text),
                           idemgate.unregister_endpoint(text, text),
                           idemgate.cancel_effect(uuid, text, text),
-                          idemgate.cancel_approval(uuid, text, text) FROM PUBLIC;
+                          idemgate.cancel_approval(uuid, text, text),
+                          idemgate.effect_type_metrics(),
+                          idemgate.alerts_firing() FROM PUBLIC;
 REVOKE ALL ON idemgate.effect_types FROM PUBLIC;
-DO $$
-DECLARE g record;
-BEGIN
-  FOR g IN SELECT gb.role::text AS role, m.fn, m.rel::text AS rel
-             FROM idemgate.granted_bundles gb
-             JOIN idemgate.bundle_members m ON m.bundle = gb.bundle
-            WHERE m.fn IN ('idemgate.pause_effect_type(text,text,text)',
-                           'idemgate.dispatcher_status()',
-                           'idemgate.resume_effect_type(text,text)',
-                           'idemgate.unregister_endpoint(text,text)',
-                           'idemgate.cancel_effect(uuid,text,text)',
-                           'idemgate.cancel_approval(uuid,text,text)')
-               OR m.rel IN ('idemgate.effect_types'::regclass, 'idemgate.paused_effect_types'::regclass)
-  LOOP
-    IF g.fn IS NOT NULL THEN
-      EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', g.fn, g.role);
-    ELSE
-      EXECUTE pg_catalog.format('GRANT SELECT ON %s TO %s', g.rel, g.role);
-    END IF;
-  END LOOP;
-END $$;

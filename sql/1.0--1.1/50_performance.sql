@@ -18,7 +18,7 @@ ALTER TABLE idemgate.outbox DROP CONSTRAINT IF EXISTS outbox_state_check;
 COMMENT ON COLUMN idemgate.runs.state IS
 'processing, awaiting_human, approved, completed, failed_retryable or failed_terminal (kept by the C code, see test/sql/integrity_rules.sql)';
 COMMENT ON COLUMN idemgate.outbox.state IS
-'pending, sending, completed, unknown or failed (kept by the C code, see test/sql/integrity_rules.sql)';
+'pending, sending, completed, unknown, failed or cancelled (kept by the C code, see test/sql/integrity_rules.sql)';
 
 -- 2. The silence alert asks for the last run of each watched workflow. A
 -- run without a workflow can never be watched, so it is left out of the

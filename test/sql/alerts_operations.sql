@@ -61,6 +61,8 @@ SELECT idemgate.resume_effect_type('invoise', 'ana');
 -- kill_switch_off (info) while off, with who and why; stuck effects say so.
 SELECT idemgate.set_actions_enabled(false, 'bob', 'incident 9');
 SELECT * FROM pg_temp.shown;
+-- alerts_firing(): the same alerts with their subject, as Prometheus gets them.
+SELECT * FROM idemgate.alerts_firing();
 SELECT idemgate.set_actions_enabled(true, 'bob', 'over');
 SELECT * FROM pg_temp.shown;
 

@@ -88,3 +88,7 @@ SELECT pg_temp.ask('cx-ap-2', '1 hour') IS NOT NULL AS asked;
 UPDATE idemgate.approvals SET expires_at = now() - interval '1 second' WHERE idempotency_key = 'cx-ap-2';
 SELECT idemgate.cancel_approval(a.approval_id, 'ana', 'too late') FROM idemgate.approvals a WHERE a.idempotency_key = 'cx-ap-2';
 SELECT state FROM idemgate.runs WHERE idempotency_key = 'cx-ap-2';
+-- Settle it now, not whenever the dispatcher's expire_approvals runs: a
+-- dead letter made later would land in the next test's time window.
+SELECT idemgate.expire_approvals() >= 0 AS settled;
+SELECT state FROM idemgate.runs WHERE idempotency_key = 'cx-ap-2';

@@ -51,6 +51,12 @@ SELECT count(*) AS other_type_claimed FROM idemgate.claim_effects('et_sms', 10);
 SELECT effect_type, has_endpoint, paused, pending, due, sending, unknown, failed_24h, completed_24h,
        oldest_pending_age IS NOT NULL AS has_age
   FROM idemgate.effect_types WHERE effect_type LIKE 'et\_%' ORDER BY 1;
+-- The 24-hour figures: one et_sms effect completed, one failed (rejected).
+SELECT idemgate.complete_effect(effect_id, lease_owner, 'p-1') FROM idemgate.outbox
+ WHERE effect_type = 'et_sms' AND target = 'target-1';
+SELECT idemgate.fail_effect(effect_id, lease_owner, 'rejected', 'HTTP 400') FROM idemgate.outbox
+ WHERE effect_type = 'et_sms' AND target = 'target-2';
+SELECT effect_type, pending, sending, failed_24h, completed_24h FROM idemgate.effect_types WHERE effect_type = 'et_sms';
 -- Pausing again updates who and why (still one row, audited again).
 SELECT idemgate.pause_effect_type('et_mail', 'bob', 'still broken');
 SELECT effect_type, paused_by, reason FROM idemgate.paused_effect_types;

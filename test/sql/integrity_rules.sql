@@ -64,5 +64,5 @@ SELECT count(*) AS bad_runs FROM idemgate.runs
  WHERE state NOT IN ('processing', 'awaiting_human', 'approved', 'completed', 'failed_retryable', 'failed_terminal')
     OR octet_length(idempotency_key) NOT BETWEEN 1 AND 512;
 SELECT count(*) AS bad_effects FROM idemgate.outbox
- WHERE state NOT IN ('pending', 'sending', 'completed', 'unknown', 'failed');
+ WHERE state NOT IN ('pending', 'sending', 'completed', 'unknown', 'failed', 'cancelled');
 SELECT max(octet_length(idempotency_key)) AS longest_key FROM idemgate.runs;

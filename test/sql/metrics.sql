@@ -31,9 +31,13 @@ BEGIN;
 -- The dispatcher's deadlock check must fire before ours if it ever waits on us.
 SET LOCAL deadlock_timeout = '60s';
 LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs,
-           idemgate.events, idemgate.dead_letters, idemgate.watched_workflows IN ACCESS EXCLUSIVE MODE;
+           idemgate.events, idemgate.dead_letters, idemgate.watched_workflows,
+           idemgate.metrics_rollup, idemgate.effect_type_rollup, idemgate.endpoints,
+           idemgate.paused_effect_types IN ACCESS EXCLUSIVE MODE;
 TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events,
-         idemgate.dead_letters, idemgate.watched_workflows, idemgate.alert_state;
+         idemgate.dead_letters, idemgate.watched_workflows, idemgate.alert_state,
+         idemgate.metrics_rollup, idemgate.effect_type_rollup, idemgate.endpoints,
+         idemgate.paused_effect_types;
 
 -- Nothing happened yet: counts 0, rates and percentiles NULL (no
 -- denominator), no dead letter so no age.
@@ -131,11 +135,15 @@ SELECT claims, validations, retries FROM idemgate.metrics(now());
 SELECT idemgate.set_actions_enabled(false, 'metrics-operator', 'drill');
 SELECT actions_enabled FROM idemgate.metrics();
 
--- prometheus(): the same figures over 7 days, exposition format.
-SELECT idemgate.prometheus();
+-- prometheus(): the same figures over 7 days, exposition format. (The
+-- number of running dispatchers depends on the test configuration; it
+-- is checked against dispatcher_status() just below.)
+SELECT regexp_replace(idemgate.prometheus(), 'idemgate_dispatchers_running \d+', 'idemgate_dispatchers_running N');
+SELECT substring(idemgate.prometheus() FROM 'idemgate_dispatchers_running (\d+)')::int
+       = (SELECT count(*) FROM idemgate.dispatcher_status() WHERE database = current_database()) AS dispatchers_gauge_ok;
 -- Every sample line is "name{labels} value", every family has HELP and TYPE.
 SELECT count(*) FILTER (WHERE l ~ '^# HELP idemgate_[a-z_]+ .+$') AS help,
-       count(*) FILTER (WHERE l ~ '^# TYPE idemgate_[a-z_]+ gauge$') AS type,
+       count(*) FILTER (WHERE l ~ '^# TYPE idemgate_[a-z_]+ (gauge|counter)$') AS type,
        count(*) FILTER (WHERE l ~ '^idemgate_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? (NaN|-?[0-9.e+-]+)$') AS samples,
        count(*) AS lines
   FROM regexp_split_to_table(rtrim(idemgate.prometheus(), E'\n'), E'\n') AS l;

@@ -4,13 +4,19 @@
 -- page must not stop the failure from being recorded, nor be copied whole
 -- into runs, dead letters and events. Error messages that echo a
 -- caller-supplied value echo at most 64 bytes of it, then "...".
+\set ECHO none
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS idemgate;
-\set VERBOSITY terse
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+SET search_path = tap, public;
 -- The probes below put 1 MB texts inside documents: let documents be
 -- larger than idemgate.max_document_size's 1 MB here (test/sql/size_limits.sql).
 SET idemgate.max_document_size = '4MB';
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
 -- fail_run(key, error): claims key and fails it terminally with error.
 CREATE FUNCTION pg_temp.fail_run(k text, err text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE c record;
@@ -29,59 +35,87 @@ LANGUAGE sql AS $$
   JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
   WHERE d.idempotency_key = k $$;
 
+SELECT * FROM no_plan();
+
 -- fail with a 1 MB error: recorded, cut to 8192 bytes + marker everywhere.
-SELECT pg_temp.fail_run('text_limits-1mb', repeat('x', 1048576)) AS state;
-SELECT * FROM pg_temp.stored('text_limits-1mb');
-SELECT left(error, 8192) = repeat('x', 8192) AS kept_the_start
+SELECT is(pg_temp.fail_run('text_limits-1mb', repeat('x', 1048576)), 'failed_terminal', 'a 1 MB error: the run fails');
+SELECT results_eq($$SELECT * FROM pg_temp.stored('text_limits-1mb')$$,
+                  $$VALUES (8204, 8204, 8204, 'xx [truncated]', true)$$,
+                  'a 1 MB error: 8192 bytes + marker in the dead letter, its event and the run''s result');
+SELECT ok(left(error, 8192) = repeat('x', 8192), 'a 1 MB error: the start is kept')
 FROM idemgate.dead_letters WHERE idempotency_key = 'text_limits-1mb';
 -- Exactly 8192 bytes is kept as is; 8193 is cut.
-SELECT pg_temp.fail_run('text_limits-8192', repeat('y', 8192)) AS state;
-SELECT dead_letter, event, result, same FROM pg_temp.stored('text_limits-8192');
-SELECT pg_temp.fail_run('text_limits-8193', repeat('y', 8193)) AS state;
-SELECT dead_letter, event, result, same FROM pg_temp.stored('text_limits-8193');
+SELECT is(pg_temp.fail_run('text_limits-8192', repeat('y', 8192)), 'failed_terminal', '8192 bytes: the run fails');
+SELECT results_eq($$SELECT dead_letter, event, result, same FROM pg_temp.stored('text_limits-8192')$$,
+                  $$VALUES (8192, 8192, 8192, true)$$, '8192 bytes are kept as they are');
+SELECT is(pg_temp.fail_run('text_limits-8193', repeat('y', 8193)), 'failed_terminal', '8193 bytes: the run fails');
+SELECT results_eq($$SELECT dead_letter, event, result, same FROM pg_temp.stored('text_limits-8193')$$,
+                  $$VALUES (8204, 8204, 8204, true)$$, '8193 bytes are cut to 8192 + marker');
 -- Multibyte: never cut inside a character (3-byte €: 2730 whole ones fit).
-SELECT pg_temp.fail_run('text_limits-mb', repeat('€', 5000)) AS state;
-SELECT dead_letter, length(error) AS chars, error = repeat('€', 2730) || ' [truncated]' AS whole_chars
-FROM pg_temp.stored('text_limits-mb'), idemgate.dead_letters WHERE idempotency_key = 'text_limits-mb';
+SELECT is(pg_temp.fail_run('text_limits-mb', repeat('€', 5000)), 'failed_terminal', 'multibyte: the run fails');
+SELECT results_eq($$SELECT dead_letter, length(error), error = repeat('€', 2730) || ' [truncated]'
+                      FROM pg_temp.stored('text_limits-mb'), idemgate.dead_letters WHERE idempotency_key = 'text_limits-mb'$$,
+                  $$VALUES (8202, 2742, true)$$, 'multibyte: cut after 2730 whole characters');
 -- NULL stays allowed.
-SELECT pg_temp.fail_run('text_limits-null', NULL) AS state;
-SELECT error IS NULL AS no_error FROM idemgate.dead_letters WHERE idempotency_key = 'text_limits-null';
+SELECT is(pg_temp.fail_run('text_limits-null', NULL), 'failed_terminal', 'a NULL error: the run fails');
+SELECT ok(error IS NULL, 'a NULL error stays NULL') FROM idemgate.dead_letters WHERE idempotency_key = 'text_limits-null';
 
 -- fail_effect with a 1 MB error (rejected → failed + dead letter).
-DO $$
+CREATE FUNCTION pg_temp.fail_effect_1mb() RETURNS text LANGUAGE plpgsql AS $$
 DECLARE c record; e record;
 BEGIN
   SELECT * INTO c FROM idemgate.claim('text_limits-effect', '{"k": 1}');
   PERFORM idemgate.enqueue_effect('text_limits-effect', c.lease_owner, c.version,
                                   '{"type": "text_limits_mail", "target": "t", "payload": {}}');
   SELECT * INTO e FROM idemgate.claim_effects('text_limits_mail');
-  RAISE WARNING 'fail_effect: %', idemgate.fail_effect(e.effect_id, e.lease_owner, 'rejected', repeat('z', 1048576));
+  RETURN idemgate.fail_effect(e.effect_id, e.lease_owner, 'rejected', repeat('z', 1048576));
 END $$;
-SELECT o.state, octet_length(o.last_error) AS last_error, octet_length(d.error) AS dead_letter,
-       octet_length(ev.details->>'error') AS event, right(d.error, 14) AS tail
-FROM idemgate.outbox o
-JOIN idemgate.dead_letters d ON d.effect_id = o.effect_id
-JOIN idemgate.events ev ON ev.effect_id = o.effect_id AND ev.kind = 'dead_lettered'
-WHERE o.idempotency_key = 'text_limits-effect';
+SELECT is(pg_temp.fail_effect_1mb(), 'failed', 'fail_effect with a 1 MB error: failed');
+SELECT results_eq($$SELECT o.state, octet_length(o.last_error), octet_length(d.error),
+                           octet_length(ev.details->>'error'), right(d.error, 14)
+                      FROM idemgate.outbox o
+                      JOIN idemgate.dead_letters d ON d.effect_id = o.effect_id
+                      JOIN idemgate.events ev ON ev.effect_id = o.effect_id AND ev.kind = 'dead_lettered'
+                     WHERE o.idempotency_key = 'text_limits-effect'$$,
+                  $$VALUES ('failed', 8204, 8204, 8204, 'zz [truncated]')$$,
+                  'fail_effect: 8192 bytes + marker on the outbox row, the dead letter and its event');
 
--- Echoes: a 1 MB bogus value gives a short 22023 message.
-SELECT outcome FROM idemgate.claim('text_limits-echo', '{}', '5 minutes', NULL, '00000000-0000-4000-8000-0000000000c1');
-SELECT length(m) AS message_length, m AS message FROM (VALUES
-  (pg_temp.sqlstate_of($$SELECT idemgate.cas_transition('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('s', 1048576))$$)),
-  (pg_temp.sqlstate_of($$SELECT idemgate.fail_effect(gen_random_uuid(), gen_random_uuid(), repeat('c', 1048576))$$)),
-  (pg_temp.sqlstate_of($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'k', 'payload', 1, repeat('f', 1048576), 1))$$)),
-  (pg_temp.sqlstate_of($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'k', 'payload', 1, 'lease', repeat('l', 1048576)))$$)),
-  (pg_temp.sqlstate_of($$SELECT * FROM idemgate.enqueue_effect('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0,
-                          jsonb_build_object('type', 't', 'target', 't', 'payload', 1, repeat('u', 1048576), 1))$$)),
-  (pg_temp.sqlstate_of($$SELECT * FROM idemgate.validate('{}', jsonb_build_object(repeat('k', 1048576), 1))$$)),
-  (pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('text_limits_ep', 'http://' || repeat('h', 2000) || '.example/')$$))
-) AS t(m);
+-- Echoes: a 1 MB bogus value gives a short 22023 message (64 bytes of it, then ...).
+SELECT is((SELECT outcome FROM idemgate.claim('text_limits-echo', '{}', '5 minutes', NULL, '00000000-0000-4000-8000-0000000000c1')),
+          'claimed', 'a run to echo against');
+SELECT throws_ok(q, '22023', m, left(q, 60)) FROM (VALUES
+  ($$SELECT idemgate.cas_transition('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('s', 1048576))$$,
+   'argument "new_state" must be a run state, not "' || repeat('s', 64) || '..."'),
+  ($$SELECT idemgate.fail_effect(gen_random_uuid(), gen_random_uuid(), repeat('c', 1048576))$$,
+   'argument "error_class" must be a known error class, not "' || repeat('c', 64) || '..."'),
+  ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'k', 'payload', 1, repeat('f', 1048576), 1))$$,
+   'unknown field "' || repeat('f', 64) || '..." in argument "request"'),
+  ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'k', 'payload', 1, 'lease', repeat('l', 1048576)))$$,
+   'field "lease" of argument "request" must be an interval, not "' || repeat('l', 64) || '..."'),
+  ($$SELECT * FROM idemgate.enqueue_effect('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0,
+                          jsonb_build_object('type', 't', 'target', 't', 'payload', 1, repeat('u', 1048576), 1))$$,
+   'effects has unknown field "' || repeat('u', 64) || '..."'),
+  ($$SELECT * FROM idemgate.validate('{}', jsonb_build_object(repeat('k', 1048576), 1))$$,
+   'unsupported JSON Schema keyword "' || repeat('k', 64) || '..." in argument "schema" at $'),
+  ($$SELECT idemgate.register_endpoint('text_limits_ep', 'http://' || repeat('h', 2000) || '.example/')$$,
+   'argument "url" is not allowed: plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to '
+   || repeat('h', 64) || '...')
+) AS t(q, m);
 -- The detail naming a bad header name is short too.
 CREATE FUNCTION pg_temp.detail_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE d text;
 BEGIN EXECUTE q; RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL; RETURN SQLSTATE || ': ' || d; END $$;
-SELECT pg_temp.detail_of($$SELECT idemgate.register_endpoint('text_limits_ep', 'https://example.com', headers => jsonb_build_object(repeat('h', 1048576), 'v'))$$);
+SELECT is(pg_temp.detail_of($$SELECT idemgate.register_endpoint('text_limits_ep', 'https://example.com', headers => jsonb_build_object(repeat('h', 1048576), 'v'))$$),
+          '22023: Header name: "' || repeat('h', 64) || '...".', 'a bad header name: its detail echoes 64 bytes');
 -- Multibyte echo: cut on a character boundary (64 bytes hold 21 €).
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.cas_transition('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('€', 1000))$$);
-SELECT state, version FROM idemgate.runs WHERE idempotency_key = 'text_limits-echo';
+SELECT throws_ok($$SELECT idemgate.cas_transition('text_limits-echo', '00000000-0000-4000-8000-0000000000c1', 0, repeat('€', 1000))$$,
+                 '22023', 'argument "new_state" must be a run state, not "' || repeat('€', 21) || '..."',
+                 'a multibyte echo is cut on a character boundary');
+SELECT results_eq($$SELECT state, version FROM idemgate.runs WHERE idempotency_key = 'text_limits-echo'$$,
+                  $$VALUES ('processing', 0::bigint)$$, 'the refused calls changed nothing');
+
+SELECT * FROM finish();
+RESET search_path;
+DROP EXTENSION pgtap;
+DROP SCHEMA tap;
