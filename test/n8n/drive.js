@@ -229,6 +229,24 @@ async function worker(db) {
   'approval request: a duplicate of the delivered event gets the effects result', dup.text);
 }
 
+async function errorWorkflow(db) {
+  // A workflow that owns a run fails; the error workflow records it with fail().
+  await post('/webhook/idemgate-test/fail', { event_id: 'n8n-fail-1', n: 1 });
+  const run = await waitFor('run failed', async () => {
+    const r = await db.query("SELECT state, result FROM idemgate.runs WHERE idempotency_key = 'n8n-fail-1'");
+    return r.rows[0] && r.rows[0].state !== 'processing' ? r.rows[0] : null;
+  }, 30000, 500);
+  check(!!run && run.state === 'failed_retryable' && run.result && run.result.error_class === 'n8n_error'
+        && /the model timed out, twice/.test(run.result.error) && /idemgate test: work that fails/.test(run.result.error),
+  'error workflow: the failed run was recorded with fail() (failed_retryable, n8n_error)', run);
+  const again = await post('/webhook/idemgate-test/fail', { event_id: 'n8n-fail-1', n: 1 });
+  const recovered = await waitFor('recovered', async () => {
+    const r = await db.query("SELECT count(*)::int AS n FROM idemgate.events WHERE idempotency_key = 'n8n-fail-1' AND kind = 'recovered'");
+    return r.rows[0].n > 0 ? r.rows[0] : null;
+  }, 20000, 250);
+  check(again.status === 200 && !!recovered && recovered.n === 1, 'error workflow: the next delivery recovered the run', recovered);
+}
+
 async function alerts(db) {
   await db.query("SELECT idemgate.set_actions_enabled(false, 'n8n-test', 'alert relay test')");
   await db.query('SELECT idemgate.publish_alerts()');
@@ -252,6 +270,7 @@ async function alerts(db) {
     });
     await approvals(db, browser);
     await worker(db);
+    await errorWorkflow(db);
     await alerts(db);
   } catch (e) {
     check(false, 'driver finished without an exception', e && e.stack);

@@ -133,7 +133,11 @@ JSON
   fail_now "n8n import:credentials failed: $(tail -5 "$T/import.log")"
 "$n8n" import:workflow --separate --input="$root/examples/n8n" >>"$T/import.log" 2>&1 ||
   fail_now "n8n import:workflow failed: $(tail -5 "$T/import.log")"
-for id in IdemgateIntake01 IdemgateApprReq1 IdemgateApprPage IdemgateWorker01 IdemgateAlerts01; do
+# A test-only workflow whose work fails the way the intake raises it, with
+# the shipped error workflow as its error workflow.
+"$n8n" import:workflow --input="$root/test/n8n/failing-work.json" >>"$T/import.log" 2>&1 ||
+  fail_now "n8n import:workflow (test workflow) failed: $(tail -5 "$T/import.log")"
+for id in IdemgateIntake01 IdemgateApprReq1 IdemgateApprPage IdemgateWorker01 IdemgateAlerts01 IdemgateTestFail; do
   "$n8n" update:workflow --id="$id" --active=true >>"$T/import.log" 2>&1 ||
     fail_now "n8n update:workflow --id=$id --active=true failed: $(tail -5 "$T/import.log")"
 done
