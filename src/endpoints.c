@@ -351,7 +351,8 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 		SPI_processed != 1)
 		elog(ERROR, "could not register endpoint");
 	created = DatumGetBool(GetResultDatum(0, 1, &isnull));
-	StoreEndpointLimits(effect_type, rate_limit, rate_null, max_in_flight, max_null);
+	if (PG_NARGS() > 7)			/* the 1.1 signature; 1.0 has no such columns */
+		StoreEndpointLimits(effect_type, rate_limit, rate_null, max_in_flight, max_null);
 
 	/* Only scheme and host are audited: paths and queries can hold secrets. */
 	h = curl_url();
