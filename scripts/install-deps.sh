@@ -14,7 +14,8 @@ server=$(dpkg-query -W -f='${Version}' postgresql-15)
 dev=$(dpkg-query -W -f='${Version}' postgresql-server-dev-15 2>/dev/null || true)
 [ "$dev" = "$server" ] || need+=("postgresql-server-dev-15=$server")
 for p in build-essential libssl-dev libcurl4-openssl-dev libipc-run-perl postgresql-15-pgtap curl python3 \
-         prometheus prometheus-postgres-exporter; do
+         prometheus prometheus-postgres-exporter \
+         chromium; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

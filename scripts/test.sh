@@ -104,6 +104,20 @@ if [ -f test/prometheus/run.sh ]; then
   fi
 fi
 
+# The shipped n8n workflows in a real n8n (installed from npm into a cache
+# directory on first use), driven on loopback; see test/n8n/run.sh.
+echo "== n8n"
+bash test/n8n/run.sh >"$logs/n8n.log" 2>&1
+grep -E '^(not ok|# )' "$logs/n8n.log" || true
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/n8n.log" | tail -1)
+echo "${line:-n8n suite printed no summary}"
+if [ -n "$line" ]; then
+  passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+  failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+else
+  failed=$((failed + 1))
+fi
+
 for f in "$logs"/*.diffs; do [ -f "$f" ] && { echo "--- $f"; head -c 20000 "$f"; }; done
 rm -rf "$work"
 echo "$passed passed, $failed failed"

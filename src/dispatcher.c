@@ -37,7 +37,10 @@
  * Kill switch: ActionsEnabled() is checked in the claiming transaction and
  * again in a short transaction immediately before the claimed requests are
  * handed to libcurl; when it is off by then, the claimed effects go back to
- * pending with the attempt uncounted (held, not lost).
+ * pending with the attempt uncounted (held, not lost). The last word is the
+ * send barrier's (src/send_barrier.c), checked by libcurl right before a
+ * request's first byte: a switch-off or pause that has committed stops
+ * every request not yet written, which also goes back to pending.
  *
  * Throughput. Requests are sent concurrently through one libcurl multi
  * handle (src/http.c) kept for the life of the process, so keep-alive
@@ -100,6 +103,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
@@ -113,6 +117,7 @@
 #include "killswitch.h"
 #include "outbox.h"
 #include "response.h"
+#include "send_barrier.h"
 #include "spi_util.h"
 #include "dispatcher_shmem.h"
 #include "worker.h"
@@ -126,6 +131,10 @@
 /* On SIGTERM, how long requests in flight may still finish. */
 #define SHUTDOWN_GRACE_MS	3000
 #define HOUSEKEEPING_MS		1000
+/* Longest a per-second housekeeping call may hold up the loop. */
+#define HOUSEKEEPING_TIMEOUT_MS	1000
+/* Pause of the per-second calls after one failed (e.g. timed out). */
+#define HOUSEKEEPING_BACKOFF_MS	10000
 /* How often a dispatcher settles expired leases (SettleExpiredLeases). */
 #define SETTLE_INTERVAL_MS	1000
 #define PURGE_INTERVAL_MS	(SECS_PER_HOUR * 1000)
@@ -229,7 +238,8 @@ static SavedStatement claim_stmt = {
 	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"
 	"   pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
 	"     'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
-	"     'attempt', o.attempts)::text",
+	"     'attempt', o.attempts)::text,"
+	"   o.effect_type",
 	3, {INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
 };
 
@@ -484,6 +494,7 @@ ClaimEffects(int limit)
 		it->req.headers = (const char *const *) hlines;
 		it->req.nheaders = nlines;
 
+		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 9, &isnull)));
 		body = DatumGetTextPP(GetResultDatum(i, 8, &isnull));
 		it->req.body_len = VARSIZE_ANY_EXHDR(body);
 		it->req.body = MemoryContextAlloc(bcxt, it->req.body_len + 1);
@@ -799,11 +810,22 @@ DoRound(int limit, MemoryContext loop_cxt)
 	return round.claimed;
 }
 
-/* ReadActionsEnabled reads the kill switch (a RunInTransaction work). */
+/*
+ * ReadActionsEnabled reads the kill switch, and the switch and pauses for
+ * the send barrier (a RunInTransaction work).
+ */
 static void
 ReadActionsEnabled(void *arg)
 {
 	*(bool *) arg = ExtensionInstalled() && ActionsEnabled();
+	SendBarrierRefresh();
+}
+
+/* RefreshSendBarrier reads the committed switch and pauses (a RunInTransaction work). */
+static void
+RefreshSendBarrier(void *arg)
+{
+	SendBarrierRefresh();
 }
 
 /*
@@ -860,7 +882,13 @@ CollectFinished(long timeout_ms)
 	n = HttpPoll(timeout_ms, done_buf, done_buf_len);
 	StopIfPostmasterDied();
 	for (int i = 0; i < n; i++)
-		QueueForRecording((Claimed *) done_buf[i]);
+	{
+		Claimed    *it = (Claimed *) done_buf[i];
+
+		if (it->req.held)
+			it->fate = FATE_RELEASE;	/* the send barrier refused it unsent */
+		QueueForRecording(it);
+	}
 	pg_atomic_write_u32(&my_shared->in_flight, (uint32) HttpInFlight());
 }
 
@@ -872,6 +900,7 @@ typedef struct HousekeepingCall
 	const char *signature;
 	SavedStatement *stmt;
 	double		arg;
+	int			timeout_ms;		/* statement_timeout for the call; 0 = none */
 } HousekeepingCall;
 
 /* HousekeepingWork runs the call if its function exists (a RunInTransaction work). */
@@ -891,7 +920,11 @@ HousekeepingWork(void *arg)
 		Datum		a = Float8GetDatum(call->arg);
 
 		pgstat_report_activity(STATE_RUNNING, call->stmt->sql);
+		/* A background worker's SPI calls are not timed by statement_timeout. */
+		if (call->timeout_ms > 0)
+			enable_timeout_after(STATEMENT_TIMEOUT, call->timeout_ms);
 		ExecSaved(call->stmt, call->stmt->nargs > 0 ? &a : NULL, NULL, false, 0);
+		disable_timeout(STATEMENT_TIMEOUT, false);
 	}
 }
 
@@ -920,24 +953,29 @@ HotPathPlanning(bool hot)
 
 /*
  * RunIfExists calls a housekeeping function in its own transaction when it
- * exists; an error is logged and the loop goes on.
+ * exists, cancelled after timeout_ms (0 = no limit); an error is logged, the
+ * loop goes on, and false is returned.
  */
-static void
+static bool
 RunIfExists(const char *signature, SavedStatement *stmt, double arg,
-			MemoryContext loop_cxt)
+			int timeout_ms, MemoryContext loop_cxt)
 {
-	HousekeepingCall call = {signature, stmt, arg};
+	HousekeepingCall call = {signature, stmt, arg, timeout_ms};
 	bool		ok;
 
 	HotPathPlanning(false);
 	ok = RunInTransaction(HousekeepingWork, &call, loop_cxt);
 	HotPathPlanning(true);
+	disable_timeout(STATEMENT_TIMEOUT, false);	/* after an error too */
 	/* A saved plan that failed (e.g. function dropped) is prepared afresh. */
-	if (!ok && stmt->plan != NULL)
+	if (!ok)
 	{
-		SPI_freeplan(stmt->plan);
+		if (stmt->plan != NULL)
+			SPI_freeplan(stmt->plan);
 		stmt->plan = NULL;
+		return false;
 	}
+	return true;
 }
 
 /* ------------------------------------------------------- dispatcher */
@@ -1032,6 +1070,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	my_shared->procno = MyProc->pgprocno;
 	pg_atomic_write_u64(&my_shared->started_at, (uint64) GetCurrentTimestamp());
 	DispatcherLeaseBegin(my_slot);
+	SendBarrierBegin(my_slot);
 	on_shmem_exit(ClearSlot, (Datum) 0);
 
 	done_buf_len = IDEMGATE_MAX_IN_FLIGHT;
@@ -1061,6 +1100,9 @@ IdemgateDispatcherMain(Datum main_arg)
 		if (got_sigterm)
 			ShutdownDispatcher(loop_cxt);
 
+		/* A switch or pause committed: read it before libcurl sends more. */
+		if (SendBarrierStale() && HttpInFlight() > 0)
+			(void) RunInTransaction(RefreshSendBarrier, NULL, loop_cxt);
 		CollectFinished(0);
 		in_flight = HttpInFlight();
 		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) - in_flight;
@@ -1112,17 +1154,27 @@ IdemgateDispatcherMain(Datum main_arg)
 		/* Housekeeping, by the first dispatcher only. */
 		if (my_slot == 0 && now >= next_housekeeping)
 		{
-			next_housekeeping = TimestampTzPlusMilliseconds(now, HOUSEKEEPING_MS);
+			bool		ok;
+
+			/*
+			 * The per-second calls run in this loop, so they are bounded
+			 * (HOUSEKEEPING_TIMEOUT_MS): a slow one must not hold up
+			 * requests in flight. After a failure they pause a while.
+			 */
 			pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: housekeeping");
-			RunIfExists("idemgate.expire_approvals()", &expire_approvals_stmt, 0, loop_cxt);
+			ok = RunIfExists("idemgate.expire_approvals()", &expire_approvals_stmt, 0,
+							 HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
 			StopIfPostmasterDied();
-			RunIfExists("idemgate.publish_alerts()", &publish_alerts_stmt, 0, loop_cxt);
+			ok &= RunIfExists("idemgate.publish_alerts()", &publish_alerts_stmt, 0,
+							  HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
 			StopIfPostmasterDied();
+			next_housekeeping = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															ok ? HOUSEKEEPING_MS : HOUSEKEEPING_BACKOFF_MS);
 			if (IdemgateRetentionSecs > 0 && now >= next_purge)
 			{
 				if (next_purge != 0)
-					RunIfExists("idemgate.purge(interval)", &purge_stmt,
-								(double) IdemgateRetentionSecs, loop_cxt);
+					(void) RunIfExists("idemgate.purge(interval)", &purge_stmt,
+									   (double) IdemgateRetentionSecs, 0, loop_cxt);
 				next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? FIRST_PURGE_DELAY_MS : PURGE_INTERVAL_MS);
 			}
 		}

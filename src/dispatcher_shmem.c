@@ -81,6 +81,7 @@ IdemgateShmemStartup(void)
 			pg_atomic_init_u64(&s->started_at, 0);
 			pg_atomic_init_u32(&s->incarnation, 0);
 		}
+		SendBarrierShmemInit(&IdemgateShmem->barrier);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

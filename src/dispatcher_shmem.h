@@ -13,6 +13,7 @@
 #include "port/atomics.h"
 
 #include "idemgate_limits.h"
+#include "send_barrier.h"
 
 /*
  * One dispatcher's slot. pid and procno are written only by the dispatcher
@@ -43,6 +44,7 @@ typedef struct IdemgateShared
 								 * (server start and crash restart); see
 								 * src/dispatcher_leases.c */
 	DispatcherSlot slots[IDEMGATE_MAX_DISPATCHERS];
+	SendBarrierShared barrier;	/* src/send_barrier.c */
 } IdemgateShared;
 
 /* NULL unless the library was preloaded. */

@@ -32,6 +32,12 @@
  * to a private address while it was listed is never reused after it was
  * taken off the list.
  *
+ * The send barrier (src/send_barrier.c) has the last word on every
+ * request: libcurl's pre-request callback (PreRequest), called once the
+ * connection is up and right before the request is written, asks it, and
+ * a refused request is aborted unsent (held). curl_multi_perform, the
+ * only call that writes requests, is bracketed for it (Perform).
+ *
  * "Was the request sent?" (HttpRequestWasSent). A request counts as sent as
  * soon as any byte of a response arrived, or when libcurl reports that it
  * wrote the request headers (CURLINFO_REQUEST_SIZE > 0) and the whole body
@@ -53,6 +59,7 @@
 #include "destinations.h"
 #include "endpoints.h"
 #include "http.h"
+#include "send_barrier.h"
 #include "guc.h"
 #include "idemgate_limits.h"
 
@@ -336,6 +343,35 @@ FinishRequest(HttpRequest *req, CURLcode code)
 }
 
 /*
+ * Perform runs curl_multi_perform, the only call in which libcurl writes
+ * requests, marked for the send barrier (src/send_barrier.c).
+ */
+static void
+Perform(int *running)
+{
+	SendBarrierPerformBegin();
+	curl_multi_perform(multi, running);
+	SendBarrierPerformEnd();
+}
+
+/*
+ * PreRequest is libcurl's pre-request callback: the connection is up and
+ * the request is about to be written. The send barrier has the last word
+ * (kill switch, type pause); a refused request is aborted unsent.
+ */
+static int
+PreRequest(void *clientp, char *conn_primary_ip, char *conn_local_ip,
+		   int conn_primary_port, int conn_local_port)
+{
+	HttpRequest *req = (HttpRequest *) clientp;
+
+	if (SendBarrierAllows(req->effect_type))
+		return CURL_PREREQFUNC_OK;
+	req->held = true;
+	return CURL_PREREQFUNC_ABORT;
+}
+
+/*
  * HttpStart adds req to the set of transfers in flight. On a local failure
  * (out of memory) it returns false with req finished and an error set.
  */
@@ -363,6 +399,7 @@ HttpStart(HttpRequest *req)
 	req->os_errno = 0;
 	req->destination_refused = false;
 	req->refused_why[0] = '\0';
+	req->held = false;
 	req->host_listed = EndpointHostListed(req->url);
 	fresh = HostsChanged() && !req->host_listed;
 
@@ -422,6 +459,8 @@ HttpStart(HttpRequest *req)
 	curl_easy_setopt(easy, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, OpenSocket);
 	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, req);
+	curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, PreRequest);
+	curl_easy_setopt(easy, CURLOPT_PREREQDATA, req);
 	curl_easy_setopt(easy, CURLOPT_PROXY, "");
 	if (fresh)
 		curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, 1L);
@@ -465,11 +504,11 @@ HttpPoll(long timeout_ms, HttpRequest **done, int max_done)
 
 	if (in_flight == 0)
 		return 0;
-	curl_multi_perform(multi, &running);
+	Perform(&running);
 	if (running == in_flight && timeout_ms > 0)
 	{
 		curl_multi_poll(multi, NULL, 0, (int) timeout_ms, NULL);
-		curl_multi_perform(multi, &running);
+		Perform(&running);
 	}
 	while (ndone < max_done && (msg = curl_multi_info_read(multi, &pending)) != NULL)
 	{

@@ -27,6 +27,7 @@ typedef struct HttpRequest
 	const char *const *headers;	/* "Name: value" lines */
 	int			nheaders;
 	long		timeout_ms;
+	const char *effect_type;	/* for the send barrier (src/send_barrier.c) */
 	bool		host_listed;	/* set by HttpStart: may connect to non-public addresses */
 
 	/* response */
@@ -34,6 +35,7 @@ typedef struct HttpRequest
 	int			curl_code;		/* CURLcode; 0 = a complete HTTP response */
 	long		status;			/* HTTP status, 0 when none was received */
 	bool		request_sent;	/* see HttpRequestWasSent */
+	bool		held;			/* not sent: the send barrier refused it */
 	int64		retry_after_usecs;	/* from Retry-After; -1 when none */
 	char	   *resp_body;		/* malloc'd, NUL-terminated, may be NULL */
 	size_t		resp_len;

@@ -115,24 +115,5 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('operator', 'idemgate.peek_approval(jsonb)'),
     ('operator', 'idemgate.consume_approval(jsonb)');
 
--- Roles that were granted a bundle before this update may call its new
--- forms too (a fresh install has no such roles).
-DO $$
-DECLARE
-    g record;
-BEGIN
-    FOR g IN
-        SELECT DISTINCT b.fn, gb.role::pg_catalog.text AS role
-          FROM idemgate.granted_bundles gb
-          JOIN idemgate.bundle_members b ON b.bundle OPERATOR(pg_catalog.=) gb.bundle
-         WHERE b.fn OPERATOR(pg_catalog.=) ANY (ARRAY[
-               'idemgate.request_approval(jsonb)', 'idemgate.peek_approval(jsonb)',
-               'idemgate.consume_approval(jsonb)', 'idemgate.enqueue_effect(jsonb)',
-               'idemgate.cas_transition(jsonb)', 'idemgate.renew_lease(jsonb)',
-               'idemgate.fail(jsonb)', 'idemgate.record_validation(jsonb)',
-               'idemgate.claim_effects(jsonb)', 'idemgate.complete_effect(jsonb)',
-               'idemgate.fail_effect(jsonb)'])
-    LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', g.fn, g.role);
-    END LOOP;
-END $$;
+-- Roles that already hold a bundle get its new members from 99_release_grants.sql
+-- (which also skips roles dropped since, and keeps the grants out of pg_init_privs).

@@ -127,7 +127,7 @@ COMMENT ON FUNCTION idemgate.dispatcher_status() IS
 REVOKE EXECUTE ON FUNCTION idemgate.dispatcher_status() FROM PUBLIC;
 
 -- Alerts (SPEC §14): the 1.0 alerts plus
---   stuck_effects      per type: pending effects of approved runs due for
+--   stuck_effects      per type: pending effects due for
 --                      longer than idemgate.alert_stuck_after (default 15 min),
 --                      whether or not anything could take them (no endpoint
 --                      and no puller, paused, kill switch off);
@@ -139,7 +139,7 @@ REVOKE EXECUTE ON FUNCTION idemgate.dispatcher_status() FROM PUBLIC;
 -- The message of an alert without a since (the setting turned the kill
 -- switch off) has no "since" part.
 CREATE OR REPLACE VIEW idemgate.alert_instances AS
-WITH settings AS (
+WITH RECURSIVE settings AS (
     SELECT COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_failures', true), '')::bigint,
                     10) AS max_failures,
            COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_stuck_after', true), '')::interval,
@@ -198,32 +198,54 @@ WITH settings AS (
            s.setting_enabled, c.changed_at, c.changed_by, c.reason
       FROM idemgate.control c, settings s
      WHERE c.singleton
+), served AS (
+    -- Whether a running dispatcher serves this database (shared memory).
+    SELECT EXISTS (SELECT 1 FROM idemgate.dispatcher_status() ds
+                    WHERE ds.database = pg_catalog.current_database()) AS here,
+           (SELECT pg_catalog.string_agg(DISTINCT ds.database, ', ')
+              FROM idemgate.dispatcher_status() ds) AS databases
+), ptypes(effect_type) AS (
+    -- The effect types with pending effects: a skip scan of the partial
+    -- index outbox_due_idx (effect_type, next_attempt_at) WHERE pending, so
+    -- that publish_alerts (every second) never reads a healthy backlog row
+    -- by row: below, each type costs an index range of its old rows only.
+    (SELECT o.effect_type FROM idemgate.outbox o
+      WHERE o.state = 'pending' ORDER BY o.effect_type LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.effect_type FROM idemgate.outbox o
+             WHERE o.state = 'pending' AND o.effect_type > p.effect_type
+             ORDER BY o.effect_type LIMIT 1)
+      FROM ptypes p WHERE p.effect_type IS NOT NULL
 ), due AS (
-    -- Pending effects of approved runs that are due (the partial index
-    -- outbox_due_idx covers the pending rows), per type.
-    SELECT o.effect_type,
-           pg_catalog.count(*) FILTER (WHERE o.next_attempt_at < pg_catalog.now() - s.stuck_after) AS stuck,
-           pg_catalog.min(o.next_attempt_at) FILTER (WHERE o.next_attempt_at < pg_catalog.now() - s.stuck_after) AS stuck_since,
-           pg_catalog.count(*) FILTER (WHERE o.next_attempt_at <= pg_catalog.now() - s.missing_after) AS overdue,
-           pg_catalog.min(o.next_attempt_at) FILTER (WHERE o.next_attempt_at <= pg_catalog.now() - s.missing_after) AS overdue_since,
-           EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = o.effect_type) AS http,
-           EXISTS (SELECT 1 FROM idemgate.paused_effect_types p WHERE p.effect_type = o.effect_type) AS paused
-      FROM idemgate.outbox o
-      JOIN idemgate.runs r ON r.idempotency_key = o.idempotency_key
-      CROSS JOIN settings s
-     WHERE o.state = 'pending' AND r.state = 'approved'
-       AND o.next_attempt_at <= pg_catalog.now()
-     GROUP BY o.effect_type
+    -- Per type: pending effects due for longer than the stuck threshold
+    -- and, where no dispatcher serves this database, HTTP effects due for
+    -- longer than the dispatcher_missing threshold. Effects are pending
+    -- only once their run was approved; one whose run was failed since is
+    -- never sent either, so it counts as stuck too (cancel_effect it).
+    SELECT p.effect_type, st.stuck, st.stuck_since, ov.overdue, ov.overdue_since,
+           EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type) AS http,
+           EXISTS (SELECT 1 FROM idemgate.paused_effect_types pt WHERE pt.effect_type = p.effect_type) AS paused
+      FROM ptypes p CROSS JOIN settings s CROSS JOIN served sv
+      CROSS JOIN LATERAL (
+          SELECT pg_catalog.count(*) AS stuck, pg_catalog.min(o.next_attempt_at) AS stuck_since
+            FROM idemgate.outbox o
+           WHERE o.state = 'pending' AND o.effect_type = p.effect_type
+             AND o.next_attempt_at < pg_catalog.now() - s.stuck_after) st
+      CROSS JOIN LATERAL (
+          SELECT pg_catalog.count(*) AS overdue, pg_catalog.min(o.next_attempt_at) AS overdue_since
+            FROM idemgate.outbox o
+           WHERE NOT sv.here
+             AND EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type)
+             AND o.state = 'pending' AND o.effect_type = p.effect_type
+             AND o.next_attempt_at <= pg_catalog.now() - s.missing_after) ov
+     WHERE p.effect_type IS NOT NULL
 ), missing AS (
     SELECT pg_catalog.sum(d.overdue)::bigint AS n, pg_catalog.min(d.overdue_since) AS since,
-           (SELECT pg_catalog.string_agg(DISTINCT ds.database, ', ')
-              FROM idemgate.dispatcher_status() ds) AS served,
+           sv.databases AS served,
            pg_catalog.current_database()::text COLLATE "default" AS db
-      FROM due d
+      FROM due d CROSS JOIN served sv
      WHERE d.http AND d.overdue > 0
-    HAVING pg_catalog.count(*) > 0
-       AND NOT EXISTS (SELECT 1 FROM idemgate.dispatcher_status() ds
-                        WHERE ds.database = pg_catalog.current_database())
+     GROUP BY sv.databases
 ), raised AS (
     SELECT 'failure_rate'::text AS alert,
            CASE f.what WHEN 'effect' THEN 'effect_type:' || f.grp
@@ -381,6 +403,12 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('operator', 'idemgate.alerts_firing()');
 INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
     ('operator', 'idemgate.metrics_rollup');
+
+-- Scrapes read whole tables (the per-type counts): never pay for JIT
+-- compilation, which costs more than the query at these sizes.
+ALTER FUNCTION idemgate.prometheus() SET jit = off;
+ALTER FUNCTION idemgate.effect_type_metrics() SET jit = off;
+ALTER FUNCTION idemgate.alerts_firing() SET jit = off;
 
 COMMENT ON FUNCTION idemgate.prometheus() IS
 'metrics() over the last 7 days in the Prometheus text exposition format: gauges named idemgate_*, windowed ones labelled window="7d"; per effect type (label effect_type) idemgate_effects_pending, _oldest_pending_seconds, _unknown, _completed_total, _failed_total, _paused; idemgate_dispatchers_running; idemgate_alerts_firing per alert';

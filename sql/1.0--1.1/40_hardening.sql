@@ -37,16 +37,5 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
 INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
     ('operator', 'idemgate.effect_type_grants');
 
--- Roles that already hold the operator bundle (an updated installation)
--- get the new rights now, as grant_role would give them.
-DO $$
-DECLARE
-    r regrole;
-BEGIN
-    FOR r IN SELECT g.role FROM idemgate.granted_bundles g
-             WHERE g.bundle OPERATOR(pg_catalog.=) 'operator' LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION idemgate.grant_effect_type(regrole, text), idemgate.revoke_effect_type(regrole, text) TO %s', r);
-        EXECUTE pg_catalog.format('GRANT SELECT ON idemgate.effect_type_grants TO %s', r);
-    END LOOP;
-END
-$$;
+-- Roles that already hold a bundle get its new members from 99_release_grants.sql
+-- (which also skips roles dropped since, and keeps the grants out of pg_init_privs).

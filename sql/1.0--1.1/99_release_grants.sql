@@ -16,8 +16,11 @@
 DO $$
 DECLARE g record;
 BEGIN
+  -- A role dropped since grant_role (DROP OWNED + DROP ROLE) leaves its
+  -- granted_bundles row behind: skipped, or the whole update would fail.
   FOR g IN SELECT DISTINCT gb.role::pg_catalog.text AS role, m.fn, m.rel::pg_catalog.text AS rel
              FROM idemgate.granted_bundles gb
+             JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) gb.role::pg_catalog.oid
              JOIN idemgate.bundle_members m ON m.bundle OPERATOR(pg_catalog.=) gb.bundle
             ORDER BY 1, 2, 3
   LOOP

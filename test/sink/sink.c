@@ -120,6 +120,8 @@ typedef struct Conn
 	After		after;			/* valid in CS_CLOSING */
 	bool		peer_eof;		/* read returned 0 */
 	bool		sent_continue;	/* 100 Continue sent for current request */
+	bool		rx_valid;		/* rx holds the current request's first byte */
+	struct timespec rx;			/* kernel receive time (SO_TIMESTAMPNS) */
 	uint32_t	events;			/* current epoll interest */
 	Buf			in;
 	size_t		in_off;			/* start of unparsed input */
@@ -979,14 +981,21 @@ LogFlush(Server *srv)
  * {"n":..,"t":..,"method":..,"path":..,"idempotency_key":..,
  *  "content_type":..,"headers":{..},"body":..,
  */
+static bool log_rx_valid = false;	/* "rx" of the request being logged */
+static struct timespec log_rx;
+
 static void
 LogPrefix(const Request *req, uint64_t n, Buf *b)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	BufPrintf(b, "{\"n\":%llu,\"t\":%lld.%06ld,\"method\":",
+	BufPrintf(b, "{\"n\":%llu,\"t\":%lld.%06ld,",
 			  (unsigned long long) n, (long long) ts.tv_sec, ts.tv_nsec / 1000);
+	if (log_rx_valid)
+		BufPrintf(b, "\"rx\":%lld.%09ld,", (long long) log_rx.tv_sec, log_rx.tv_nsec);
+	log_rx_valid = false;
+	BufPuts(b, "\"method\":");
 	BufJsonStringOrNull(b, req->method, req->method_len);
 	BufPuts(b, ",\"path\":");
 	BufJsonStringOrNull(b, req->target, req->target_len);
@@ -1844,6 +1853,9 @@ HandleRequest(Server *srv, Conn *c, const Request *req)
 		act = (Action) {ACT_RESPOND, 400, 0};
 
 	srv->line.len = 0;
+	log_rx_valid = c->rx_valid;
+	log_rx = c->rx;
+	c->rx_valid = false;		/* a pipelined next request has no stamp */
 	if (srv->log_fd >= 0)
 		LogPrefix(req, n, &srv->line);
 
@@ -2080,6 +2092,34 @@ ReadInput(Server *srv, Conn *c)
 	if (c->in.len == c->in.cap)
 		return true;
 
+	/*
+	 * A new request starts with an empty buffer (clients do not pipeline):
+	 * read its first byte alone, so the kernel timestamp that comes with it
+	 * is the arrival time of the segment holding the first byte ("rx").
+	 */
+	if (c->state == CS_READING && c->in.len == 0)
+	{
+		char		cbuf[CMSG_SPACE(sizeof(struct timespec))];
+		struct iovec iov = {c->in.data, 1};
+		struct msghdr mh = {0};
+
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		if (recvmsg(c->w.fd, &mh, 0) == 1)
+		{
+			c->in.len = 1;
+			c->rx_valid = false;
+			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm))
+				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS)
+				{
+					memcpy(&c->rx, CMSG_DATA(cm), sizeof(struct timespec));
+					c->rx_valid = true;
+				}
+		}
+	}
+
 	r = recv(c->w.fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
 	if (r > 0)
 	{
@@ -2163,6 +2203,8 @@ AcceptAll(Server *srv)
 			return;
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* Kernel receive times for "rx" in the log (see ReadInput). */
+		setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 		c = calloc(1, sizeof(Conn));
 		if (c == NULL)
 			Die("out of memory");
@@ -2304,6 +2346,8 @@ OpenListener(Server *srv)
 	if (fd < 0)
 		Die("socket");
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* Receive timestamps from the start (accepted sockets set it again). */
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	if (bind(fd, res->ai_addr, res->ai_addrlen) < 0)
 		Die("bind");
 	freeaddrinfo(res);
