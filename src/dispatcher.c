@@ -52,6 +52,11 @@
  * hold up the others); an outcome that still cannot be recorded is left
  * to lease expiry.
  *
+ * Endpoint limits. An effect whose endpoint has a rate_limit or
+ * max_in_flight waits in a local queue until src/rate_limit.c (shared by
+ * all dispatchers) lets it start; waiting effects count against the
+ * capacity, so no more is claimed than can go out.
+ *
  * Waking. WakeDispatcherAtCommit (src/dispatcher_shmem.c) sets our latch when a
  * transaction that enqueued effects commits; polling every
  * idemgate.poll_interval is only the fallback (for retries whose backoff
@@ -117,6 +122,7 @@
 #include "killswitch.h"
 #include "outbox.h"
 #include "response.h"
+#include "rate_limit.h"
 #include "send_barrier.h"
 #include "spi_util.h"
 #include "dispatcher_shmem.h"
@@ -124,6 +130,8 @@
 
 /* Lease = endpoint timeout + this, to cover recording the outcome. */
 #define LEASE_MARGIN_SECS	10
+/* Longest sleep while effects wait for their endpoint's rate limit. */
+#define WAITING_POLL_MS		5
 /* Longest wait in curl_multi_poll while requests are in flight. */
 #define MULTI_POLL_MS		10
 /* Longest an outcome waits to be batched with others before recording. */
@@ -169,6 +177,10 @@ typedef struct Claimed
 	ItemFate	fate;
 	const char *denied_why;
 	int			record_failures;
+	double		rate_limit;		/* endpoint's requests/s; 0 = none */
+	int			endpoint_max;	/* endpoint's max_in_flight; 0 = none */
+	bool		limit_counted;	/* counted in flight by src/rate_limit.c */
+	TimestampTz waiting_since;	/* when it began waiting for its limits */
 	struct Claimed *next;			/* in the list of items to record */
 } Claimed;
 
@@ -179,6 +191,8 @@ static Claimed *to_record = NULL;	/* finished, outcome not yet recorded */
 static int	n_to_record = 0;
 static TimestampTz oldest_to_record_at = 0;	/* when the list became non-empty */
 static Claimed **started = NULL;	/* claimed in the last round, not yet started */
+static Claimed **waiting = NULL;	/* waiting for their endpoint's limits, in claim order */
+static int	n_waiting = 0;
 static int	n_started = 0;
 static HttpRequest **done_buf = NULL;
 static int	done_buf_len = 0;
@@ -239,7 +253,7 @@ static SavedStatement claim_stmt = {
 	"   pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
 	"     'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
 	"     'attempt', o.attempts)::text,"
-	"   o.effect_type",
+	"   o.effect_type, e.rate_limit, e.max_in_flight",
 	3, {INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
 };
 
@@ -495,6 +509,13 @@ ClaimEffects(int limit)
 		it->req.nheaders = nlines;
 
 		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 9, &isnull)));
+		{
+			Datum		d = GetResultDatum(i, 10, &isnull);
+
+			it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
+			d = GetResultDatum(i, 11, &isnull);
+			it->endpoint_max = isnull ? 0 : DatumGetInt32(d);
+		}
 		body = DatumGetTextPP(GetResultDatum(i, 8, &isnull));
 		it->req.body_len = VARSIZE_ANY_EXHDR(body);
 		it->req.body = MemoryContextAlloc(bcxt, it->req.body_len + 1);
@@ -829,6 +850,46 @@ RefreshSendBarrier(void *arg)
 }
 
 /*
+ * StartWaiting starts the waiting effects whose endpoint's rate_limit and
+ * max_in_flight allow it now (src/rate_limit.c), in claim order. One that
+ * waited longer than half the lease margin goes back to pending unsent, so
+ * its lease can never expire before its outcome is recorded.
+ */
+static void
+StartWaiting(void)
+{
+	int			kept = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < n_waiting; i++)
+	{
+		Claimed    *it = waiting[i];
+		int64		wait_usecs;
+
+		if (got_sigterm ||
+			TimestampDifferenceExceeds(it->waiting_since, now, LEASE_MARGIN_SECS * 1000 / 2))
+		{
+			it->fate = FATE_RELEASE;
+			QueueForRecording(it);
+		}
+		else if (RateLimitTryStart(it->req.effect_type, it->rate_limit, it->endpoint_max,
+								   &wait_usecs))
+		{
+			it->limit_counted = true;
+			if (!HttpStart(&it->req))
+			{
+				RateLimitFinish(it->req.effect_type);
+				it->limit_counted = false;
+				QueueForRecording(it);
+			}
+		}
+		else
+			waiting[kept++] = it;
+	}
+	n_waiting = kept;
+}
+
+/*
  * SendStarted hands the claimed effects to libcurl after re-checking the
  * kill switch (immediately before the send) and each endpoint URL. Effects
  * that may not be sent are queued for recording (released or rejected).
@@ -863,10 +924,16 @@ SendStarted(MemoryContext loop_cxt)
 												 psprintf("endpoint URL no longer allowed: %s", why));
 			QueueForRecording(it);
 		}
+		else if (it->rate_limit > 0 || it->endpoint_max > 0)
+		{
+			it->waiting_since = GetCurrentTimestamp();
+			waiting[n_waiting++] = it;	/* StartWaiting starts it */
+		}
 		else if (!HttpStart(&it->req))
 			QueueForRecording(it);	/* a local failure: recorded as transport */
 	}
 	n_started = 0;
+	StartWaiting();
 	pg_atomic_write_u32(&my_shared->in_flight, (uint32) HttpInFlight());
 }
 
@@ -887,6 +954,11 @@ CollectFinished(long timeout_ms)
 
 		if (it->req.held)
 			it->fate = FATE_RELEASE;	/* the send barrier refused it unsent */
+		if (it->limit_counted)
+		{
+			RateLimitFinish(it->req.effect_type);
+			it->limit_counted = false;
+		}
 		QueueForRecording(it);
 	}
 	pg_atomic_write_u32(&my_shared->in_flight, (uint32) HttpInFlight());
@@ -929,6 +1001,29 @@ HousekeepingWork(void *arg)
 }
 
 /*
+ * HotPathPlanning sets how this session plans: for the rounds (hot), only
+ * index scans, and plain ones; for housekeeping, the configured planner.
+ * Every statement of a round (claim, completion, failure, settle) is an
+ * index probe by design, but a generic plan is made once, possibly while
+ * the outbox is empty, and with a seqscan allowed it became a sequential
+ * scan of the whole outbox for every claim once the table had grown
+ * (bench/dispatch: 71% of the dispatcher's CPU). A bitmap index scan never
+ * marks the index entries of dead rows (kill_prior_tuple), and every
+ * effect leaves dead entries in the partial indexes on state until
+ * vacuum; a plain index scan skips them after its first visit.
+ */
+static void
+HotPathPlanning(bool hot)
+{
+	SetConfigOption("enable_seqscan",
+					hot ? "off" : GetConfigOptionResetString("enable_seqscan"),
+					PGC_USERSET, PGC_S_SESSION);
+	SetConfigOption("enable_bitmapscan",
+					hot ? "off" : GetConfigOptionResetString("enable_bitmapscan"),
+					PGC_USERSET, PGC_S_SESSION);
+}
+
+/*
  * RunIfExists calls a housekeeping function in its own transaction when it
  * exists, cancelled after timeout_ms (0 = no limit); an error is logged, the
  * loop goes on, and false is returned.
@@ -938,11 +1033,13 @@ RunIfExists(const char *signature, SavedStatement *stmt, double arg,
 			int timeout_ms, MemoryContext loop_cxt)
 {
 	HousekeepingCall call = {signature, stmt, arg, timeout_ms};
+	bool		ok;
 
-	/* A saved plan that failed (e.g. function dropped) is prepared afresh. */
-	bool		ok = RunInTransaction(HousekeepingWork, &call, loop_cxt);
-
+	HotPathPlanning(false);
+	ok = RunInTransaction(HousekeepingWork, &call, loop_cxt);
+	HotPathPlanning(true);
 	disable_timeout(STATEMENT_TIMEOUT, false);	/* after an error too */
+	/* A saved plan that failed (e.g. function dropped) is prepared afresh. */
 	if (!ok)
 	{
 		if (stmt->plan != NULL)
@@ -978,6 +1075,7 @@ ShutdownDispatcher(MemoryContext loop_cxt)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SHUTDOWN_GRACE_MS);
 
 	pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: shutting down");
+	StartWaiting();				/* got_sigterm: gives the waiting ones back */
 	while (HttpInFlight() > 0 && GetCurrentTimestamp() < deadline)
 		CollectFinished(MULTI_POLL_MS);	/* stops if the postmaster died */
 	if (HttpInFlight() > 0)
@@ -1030,13 +1128,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	 */
 	SetConfigOption("jit", "off", PGC_USERSET, PGC_S_SESSION);
 
-	/*
-	 * No bitmap scans: a bitmap index scan never marks the index entries
-	 * of dead rows (kill_prior_tuple), and every effect leaves dead entries
-	 * in the partial indexes on state (due, sending) until vacuum; a plain
-	 * index scan skips them after the first visit.
-	 */
-	SetConfigOption("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION);
+	HotPathPlanning(true);
 
 	if (IdemgateShmem == NULL || my_slot < 0 || my_slot >= IDEMGATE_MAX_DISPATCHERS)
 		elog(ERROR, "idemgate dispatcher started without its shared memory");
@@ -1052,11 +1144,13 @@ IdemgateDispatcherMain(Datum main_arg)
 	pg_atomic_write_u64(&my_shared->started_at, (uint64) GetCurrentTimestamp());
 	DispatcherLeaseBegin(my_slot);
 	SendBarrierBegin(my_slot);
+	RateLimitBegin(my_slot);
 	on_shmem_exit(ClearSlot, (Datum) 0);
 
 	done_buf_len = IDEMGATE_MAX_IN_FLIGHT;
 	done_buf = MemoryContextAlloc(TopMemoryContext, sizeof(HttpRequest *) * done_buf_len);
 	started = MemoryContextAlloc(TopMemoryContext, sizeof(Claimed *) * done_buf_len);
+	waiting = MemoryContextAlloc(TopMemoryContext, sizeof(Claimed *) * done_buf_len);
 	HttpInit();
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "idemgate dispatcher loop",
@@ -1085,8 +1179,10 @@ IdemgateDispatcherMain(Datum main_arg)
 		if (SendBarrierStale() && HttpInFlight() > 0)
 			(void) RunInTransaction(RefreshSendBarrier, NULL, loop_cxt);
 		CollectFinished(0);
+		if (n_waiting > 0)
+			StartWaiting();
 		in_flight = HttpInFlight();
-		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) - in_flight;
+		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) - in_flight - n_waiting;
 		batch = Min(IdemgateBatchSize, capacity);
 		refill = Max(1, Min(IdemgateBatchSize, IdemgateMaxInFlight) / 2);
 		now = GetCurrentTimestamp();
@@ -1180,6 +1276,8 @@ IdemgateDispatcherMain(Datum main_arg)
 			now = GetCurrentTimestamp();
 			sleep_ms = (long) ((Min(next_poll, my_slot == 0 ? next_housekeeping : next_poll) - now) / 1000);
 			sleep_ms = Max(sleep_ms, 0);
+			if (n_waiting > 0)
+				sleep_ms = Min(sleep_ms, WAITING_POLL_MS);	/* rate-limited starts */
 			pgstat_report_stat(true);	/* idle: flush what is pending */
 			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						   sleep_ms, PG_WAIT_EXTENSION);

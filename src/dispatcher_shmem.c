@@ -82,6 +82,7 @@ IdemgateShmemStartup(void)
 			pg_atomic_init_u32(&s->incarnation, 0);
 		}
 		SendBarrierShmemInit(&IdemgateShmem->barrier);
+		RateLimitShmemInit(&IdemgateShmem->rates);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -13,6 +13,7 @@
 #include "port/atomics.h"
 
 #include "idemgate_limits.h"
+#include "rate_limit.h"
 #include "send_barrier.h"
 
 /*
@@ -45,6 +46,7 @@ typedef struct IdemgateShared
 								 * src/dispatcher_leases.c */
 	DispatcherSlot slots[IDEMGATE_MAX_DISPATCHERS];
 	SendBarrierShared barrier;	/* src/send_barrier.c */
+	RateLimitShared rates;		/* src/rate_limit.c */
 } IdemgateShared;
 
 /* NULL unless the library was preloaded. */

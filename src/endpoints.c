@@ -32,6 +32,7 @@
 #include "args.h"
 #include "destinations.h"
 #include "endpoints.h"
+#include "rate_limit.h"
 #include "events.h"
 #include "guc.h"
 #include "spi_util.h"
@@ -312,6 +313,10 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	char	   *scheme = NULL;
 	char	   *host = NULL;
 	EventDetails details;
+	Datum		rate_limit;
+	bool		rate_null;
+	Datum		max_in_flight;
+	bool		max_null;
 
 	if (!EndpointUrlAllowed(url_str, &why))
 		ereport(ERROR,
@@ -331,6 +336,8 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	headers = PG_GETARG_JSONB_P(5);
 	header_names = CheckHeaders(headers);
 	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", IDEMGATE_MAX_NAME_BYTES);
+	/* 1.1: rate_limit, max_in_flight (src/rate_limit.c). */
+	EndpointLimitsArgs(fcinfo, 7, &rate_limit, &rate_null, &max_in_flight, &max_null);
 
 	ConnectSPI();
 	values[0] = PointerGetDatum(effect_type);
@@ -344,6 +351,8 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 		SPI_processed != 1)
 		elog(ERROR, "could not register endpoint");
 	created = DatumGetBool(GetResultDatum(0, 1, &isnull));
+	if (PG_NARGS() > 7)			/* the 1.1 signature; 1.0 has no such columns */
+		StoreEndpointLimits(effect_type, rate_limit, rate_null, max_in_flight, max_null);
 
 	/* Only scheme and host are audited: paths and queries can hold secrets. */
 	h = curl_url();
@@ -372,6 +381,9 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	DetailsInt(&details, "max_attempts", max_attempts);
 	DetailsBool(&details, "honors_idempotency_key", honors);
 	DetailsJsonb(&details, "header_names", header_names);
+	DetailsText(&details, "rate_limit", rate_null ? NULL : psprintf("%g", DatumGetFloat8(rate_limit)));
+	if (!max_null)
+		DetailsInt(&details, "max_in_flight", DatumGetInt32(max_in_flight));
 	RecordEvent(NULL, NULL, "endpoint_registered", GetUserNameFromId(GetOuterUserId(), false),
 				DetailsFinish(&details));
 	WakeDispatcherAtCommit();	/* pending effects of this type may go now */
