@@ -11,6 +11,7 @@
 
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 #include "spi_util.h"
 
@@ -45,8 +46,24 @@ ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "SPI_keepplan failed");
 		stmt->plan = plan;
+		stmt->planned = false;
 	}
-	rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+	if ((stmt->cursor_options & CURSOR_OPT_GENERIC_PLAN) &&
+		(!stmt->planned || !SPI_plan_is_valid(stmt->plan)))
+	{
+		/* This execution makes the generic plan: index scans only. */
+		int			nest = NewGUCNestLevel();
+
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+		AtEOXact_GUC(true, nest);
+		stmt->planned = true;
+	}
+	else
+		rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s",
 			 stmt->sql, SPI_result_code_string(rc));

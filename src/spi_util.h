@@ -20,6 +20,7 @@ typedef struct SavedStatement
 	Oid			argtypes[16];
 	SPIPlanPtr	plan;
 	int			cursor_options;	/* e.g. CURSOR_OPT_GENERIC_PLAN; 0 = default */
+	bool		planned;		/* executed once since it was prepared */
 } SavedStatement;
 
 /*
@@ -27,6 +28,10 @@ typedef struct SavedStatement
  * unknown. For statements whose generic plan is known to be index scans
  * only but whose custom plans look cheaper to the plan cache (an array
  * parameter's length, a LIMIT), which would otherwise replan every call.
+ * ExecSaved makes (and remakes, after an invalidation) such a plan with
+ * sequential and bitmap scans off: the plan is made once and kept, maybe
+ * while the tables are empty, and must stay an index probe when they hold
+ * a million rows.
  */
 #define GENERIC_PLAN NULL, CURSOR_OPT_GENERIC_PLAN
 

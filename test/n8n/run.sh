@@ -108,13 +108,14 @@ sink="http://127.0.0.1:$(cat "$T/sink.port")"
 
 # n8n in a temp user folder, sqlite, loopback only.
 n8nport=$(free_port)
+brokerport=$(free_port)	# the task runners' broker (default 5679) must not collide either
 export N8N_USER_FOLDER=$T/n8n DB_TYPE=sqlite N8N_ENCRYPTION_KEY=$secret \
   N8N_PORT=$n8nport N8N_LISTEN_ADDRESS=127.0.0.1 N8N_HOST=127.0.0.1 N8N_PROTOCOL=http \
   WEBHOOK_URL=http://127.0.0.1:$n8nport/ N8N_SECURE_COOKIE=false \
   N8N_DIAGNOSTICS_ENABLED=false N8N_VERSION_NOTIFICATIONS_ENABLED=false N8N_TEMPLATES_ENABLED=false \
   N8N_PERSONALIZATION_ENABLED=false N8N_HIRING_BANNER_ENABLED=false \
   N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS=false N8N_BLOCK_ENV_ACCESS_IN_NODE=false \
-  N8N_LOG_LEVEL=warn N8N_RUNNERS_ENABLED=true \
+  N8N_LOG_LEVEL=warn N8N_RUNNERS_ENABLED=true N8N_RUNNERS_BROKER_PORT=$brokerport \
   IDEMGATE_APPROVAL_URL=http://127.0.0.1:$n8nport/webhook/idemgate/approval \
   IDEMGATE_NOTIFY_URL=$sink/notify IDEMGATE_WORKER_URL=$sink/worker IDEMGATE_ALERT_URL=$sink/alerts \
   IDEMGATE_APPROVER_HEADER=X-Auth-Request-Email IDEMGATE_CSRF_SECRET=$secret
@@ -146,7 +147,7 @@ done
 pids+=($!)
 n8npid=$!
 up=
-for _ in $(seq 240); do
+for _ in $(seq 600); do	# up to 5 minutes: a loaded 2-core machine starts n8n slowly
   kill -0 "$n8npid" 2>/dev/null || break
   if curl -sf "http://127.0.0.1:$n8nport/healthz" >/dev/null 2>&1 &&
      curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$n8nport/webhook/idemgate/intake" \
@@ -155,7 +156,11 @@ for _ in $(seq 240); do
   fi
   sleep 0.5
 done
-[ -n "$up" ] || fail_now "n8n did not start serving the intake webhook: $(grep -iE 'error|fail' "$T/n8n.log" | tail -5)"
+if [ -z "$up" ]; then
+  kill -0 "$n8npid" 2>/dev/null && state="still starting after $(( $(date +%s) - started )) s" || state="exited"
+  echo "# n8n log:"; tail -20 "$T/n8n.log" | sed 's/^/#   /'
+  fail_now "n8n did not start serving the intake webhook ($state)"
+fi
 echo "# n8n $N8N_VERSION up after $(( $(date +%s) - started )) s"
 
 if [ -n "${HOLD:-}" ]; then	# debugging: keep n8n up until interrupted
