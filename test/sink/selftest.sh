@@ -176,6 +176,11 @@ check "Retry-After seconds" "Retry-After: 7" "$(grep -i '^retry-after' "$TMP/h" 
 check "error body" '{"error":"injected"}' "$(cat "$TMP/b")"
 check "log status 503" 503 "$(logq $N .status)"
 
+curl -s -m 5 -o "$TMP/b" "$B/status/400?error_body=%C3%A9x&error_repeat=3" -d '{}'
+N=$((N + 1))
+check "error_body repeated" 'éxéxéx' "$(cat "$TMP/b")"
+check "log rx (kernel receive time) before t" 1 "$(logq $N 'if (.rx|type)=="number" and .rx <= .t and (.t - .rx) < 5 then 1 else 0 end')"
+
 curl -s -m 5 -D "$TMP/h" -o /dev/null "$B/status/429?retry_after_date=120" -d '{}'
 N=$((N + 1))
 RA=$(grep -i '^retry-after' "$TMP/h" | tr -d '\r' | cut -d' ' -f2-)

@@ -2,150 +2,205 @@
 -- to idemgate.allowed_http_hosts, default localhost,127.0.0.1,::1), header
 -- checks, upsert, audit without header values, operator-only access.
 -- No effects of these types exist, so a dispatcher has nothing to send.
+-- pgTAP.
+\set ECHO none
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS idemgate;
-\set VERBOSITY terse
-
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN EXECUTE q; RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
-
--- url(u) tries to register u for a throw-away type inside a rolled-back call.
-CREATE FUNCTION pg_temp.url(u text) RETURNS text LANGUAGE plpgsql AS $$
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+SET search_path = tap, public;
+-- as_role(role, q): q's first value (as text) run as role; the role is
+-- reset when q fails too (set_config is local to throws_ok's subtransaction).
+CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE v text;
+BEGIN
+  PERFORM set_config('role', r, true);
+  EXECUTE q INTO v;
+  PERFORM set_config('role', 'none', true);
+  RETURN v;
+END $$;
+-- accepted(u) registers u for a throw-away type, then raises P0001
+-- 'accepted' so that the registration is rolled back: throws_ok with
+-- P0001 'accepted' shows the URL was accepted and leaves nothing behind.
+CREATE FUNCTION pg_temp.accepted(u text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM idemgate.register_endpoint('endpoints_url_probe', u);
   RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'accepted';
-EXCEPTION WHEN OTHERS THEN
-  RETURN CASE WHEN SQLERRM = 'accepted' THEN 'ok' ELSE SQLSTATE || ': ' || SQLERRM END;
 END $$;
+-- shown(t): t with CR and LF spelled out, for test descriptions.
+CREATE FUNCTION pg_temp.shown(t text) RETURNS text LANGUAGE sql AS $$
+SELECT replace(replace(t, E'\r', '\r'), E'\n', '\n') $$;
+SELECT * FROM no_plan();
 
-SHOW idemgate.allowed_http_hosts;
-SELECT u, pg_temp.url(u) FROM unnest(ARRAY[
+SELECT is(current_setting('idemgate.allowed_http_hosts'), 'localhost,127.0.0.1,::1', 'allowed_http_hosts default');
+-- Accepted URLs.
+SELECT throws_ok(format('SELECT pg_temp.accepted(%L)', u), 'P0001', 'accepted', 'accepted: ' || u) FROM unnest(ARRAY[
   'https://api.example.com/v1/hooks?x=1',
   'HTTPS://API.EXAMPLE.COM/',
-  'https://10.0.0.5:8443/internal',
   'http://localhost:8080/hook',
   'http://LocalHost/hook',
   'http://127.0.0.1:9/x',
-  'http://[::1]:8080/x',
-  'http://example.com/hook',
-  'http://127.0.0.2/x',
-  'http://localhost.evil.com/x',
-  'ftp://files.example.com/x',
-  'file:///etc/passwd',
-  'gopher://localhost/x',
-  'javascript:alert(1)',
-  'https://user:secret@api.example.com/',
-  'https://user@api.example.com/',
-  'http://user@localhost/',
-  'not a url',
-  '//api.example.com/x',
-  'api.example.com/x',
-  'https://',
-  'https://exa mple.com/',
-  E'https://example.com/\r\nX-Injected: 1'
+  'http://[::1]:8080/x'
 ]) AS u;
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', '')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', NULL)$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint(NULL, 'https://example.com/')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('', 'https://example.com/')$$);
-
+-- Refused URLs: 22023 with the reason.
+SELECT throws_ok(format('SELECT idemgate.register_endpoint(%L, %L)', 'endpoints_url_probe', u), '22023',
+                 'argument "url" is not allowed: ' || why, 'refused: ' || pg_temp.shown(u)) FROM (VALUES
+  ('https://10.0.0.5:8443/internal', 'destination address 10.0.0.5 is private; only hosts listed in idemgate.allowed_http_hosts may be non-public'),
+  ('http://example.com/hook', 'plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to example.com'),
+  ('http://127.0.0.2/x', 'plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to 127.0.0.2'),
+  ('http://localhost.evil.com/x', 'plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to localhost.evil.com'),
+  ('ftp://files.example.com/x', 'its scheme is ftp; only https (or http to allowed hosts) is allowed'),
+  ('file:///etc/passwd', 'it has no scheme or no host'),
+  ('gopher://localhost/x', 'its scheme is gopher; only https (or http to allowed hosts) is allowed'),
+  ('javascript:alert(1)', 'it cannot be parsed as an absolute http or https URL (Unsupported URL scheme)'),
+  ('https://user:secret@api.example.com/', $$it contains user information; put credentials in the endpoint's headers instead$$),
+  ('https://user@api.example.com/', $$it contains user information; put credentials in the endpoint's headers instead$$),
+  ('http://user@localhost/', $$it contains user information; put credentials in the endpoint's headers instead$$),
+  ('not a url', 'it cannot be parsed as an absolute http or https URL (Bad scheme)'),
+  ('//api.example.com/x', 'it cannot be parsed as an absolute http or https URL (Bad scheme)'),
+  ('api.example.com/x', 'it cannot be parsed as an absolute http or https URL (Bad scheme)'),
+  ('https://', 'it cannot be parsed as an absolute http or https URL (No host part in the URL)'),
+  ('https://exa mple.com/', 'it cannot be parsed as an absolute http or https URL (Bad hostname)'),
+  (E'https://example.com/\r\nX-Injected: 1', 'it cannot be parsed as an absolute http or https URL (Bad path)')
+) AS t(u, why);
+SELECT throws_ok(q, code, m, q) FROM (VALUES
+  ($$SELECT idemgate.register_endpoint('endpoints_t', '')$$, '22023', 'argument "url" must be between 1 and 2048 bytes long, not 0'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', NULL)$$, '22004', 'argument "url" must not be NULL'),
+  ($$SELECT idemgate.register_endpoint(NULL, 'https://example.com/')$$, '22004', 'argument "effect_type" must not be NULL'),
+  ($$SELECT idemgate.register_endpoint('', 'https://example.com/')$$, '22023', 'argument "effect_type" must be between 1 and 200 bytes long, not 0'),
 -- timeout, max_attempts and provider_id_field
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', NULL)$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '0 s')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '5 min 1 s')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', NULL)$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 0)$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 101)$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 3, NULL)$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 3, false, '{}', NULL)$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 3, false, '{}', '')$$);
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', NULL)$$, '22004', 'argument "timeout" must not be NULL'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '0 s')$$, '22023',
+   'argument "timeout" must be greater than 0 s and at most 300 s'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '5 min 1 s')$$, '22023',
+   'argument "timeout" must be greater than 0 s and at most 300 s'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', NULL)$$, '22004', 'argument "max_attempts" must not be NULL'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 0)$$, '22023',
+   'argument "max_attempts" must be between 1 and 100, not 0'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 101)$$, '22023',
+   'argument "max_attempts" must be between 1 and 100, not 101'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 3, NULL)$$, '22004',
+   'argument "honors_idempotency_key" must not be NULL'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 3, false, '{}', NULL)$$, '22004',
+   'argument "provider_id_field" must not be NULL'),
+  ($$SELECT idemgate.register_endpoint('endpoints_t', 'https://example.com/', '10 s', 3, false, '{}', '')$$, '22023',
+   'argument "provider_id_field" must be between 1 and 200 bytes long, not 0')
+) AS t(q, code, m);
 
 -- headers: an object of string values, token names, no CR/LF, no reserved
 -- or duplicate names
-SELECT h, pg_temp.sqlstate_of(format(
-  'SELECT idemgate.register_endpoint(%L, %L, %L, 3, false, %L)',
-  'endpoints_h', 'https://example.com/', '10 s', h)) AS outcome
-FROM unnest(ARRAY[
-  NULL,
-  '[]',
-  '"x"',
-  '{"Authorization": 42}',
-  '{"Authorization": null}',
-  '{"X-Bad Name": "v"}',
-  '{"X-Colon:": "v"}',
-  '{"": "v"}',
-  '{"X-Token": "a\r\nX-Injected: 1"}',
-  '{"X-Token": "a\nb"}',
-  '{"X-Token": "a\u0007b"}',
-  '{"Content-Type": "text/plain"}',
-  '{"idempotency-key": "fixed"}',
-  '{"HOST": "evil.example"}',
-  '{"Content-Length": "0"}',
-  '{"Transfer-Encoding": "chunked"}',
-  '{"X-A": "1", "x-a": "2"}',
-  '{"Authorization": "Bearer s3cr3t", "X-Tenant": "acme\tco"}'
-]::jsonb[]) AS h;
+SELECT throws_ok(format('SELECT idemgate.register_endpoint(%L, %L, %L, 3, false, %L)', 'endpoints_h', 'https://example.com/', '10 s', h),
+                 code, m, 'headers ' || coalesce(h::text, 'NULL')) FROM (VALUES
+  (NULL::jsonb, '22004', 'argument "headers" must not be NULL'),
+  ('[]', '22023', 'argument "headers" must be a JSON object'),
+  ('"x"', '22023', 'argument "headers" must be a JSON object'),
+  ('{"Authorization": 42}', '22023', 'argument "headers" values must be JSON strings'),
+  ('{"Authorization": null}', '22023', 'argument "headers" values must be JSON strings'),
+  ('{"X-Bad Name": "v"}', '22023', $$argument "headers" names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)$$),
+  ('{"X-Colon:": "v"}', '22023', $$argument "headers" names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)$$),
+  ('{"": "v"}', '22023', 'argument "headers" names must be 1 to 256 characters long'),
+  ('{"X-Token": "a\r\nX-Injected: 1"}', '22023', 'argument "headers" values must not contain CR, LF or other control characters'),
+  ('{"X-Token": "a\nb"}', '22023', 'argument "headers" values must not contain CR, LF or other control characters'),
+  ('{"X-Token": "a\u0007b"}', '22023', 'argument "headers" values must not contain CR, LF or other control characters'),
+  ('{"Content-Type": "text/plain"}', '22023',
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+  ('{"idempotency-key": "fixed"}', '22023',
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+  ('{"HOST": "evil.example"}', '22023',
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+  ('{"Content-Length": "0"}', '22023',
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+  ('{"Transfer-Encoding": "chunked"}', '22023',
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+  ('{"X-A": "1", "x-a": "2"}', '22023', 'argument "headers" names must be unique regardless of case')
+) AS t(h, code, m);
+SELECT lives_ok(format('SELECT idemgate.register_endpoint(%L, %L, %L, 3, false, %L)', 'endpoints_h', 'https://example.com/', '10 s',
+                       '{"Authorization": "Bearer s3cr3t", "X-Tenant": "acme\tco"}'::jsonb),
+                'headers with a tab in a value are accepted');
 
 -- Upsert: a second registration replaces the first; the audit event names
 -- scheme and host and the header names, never their values nor the path.
 SELECT idemgate.register_endpoint('endpoints_mail', 'https://mail.example.com/send/tok_XYZ?key=abc', '20 seconds', 5,
-                                  true, '{"Authorization": "Bearer s3cr3t-1", "X-Tenant": "acme"}', 'message_id');
-SELECT effect_type, url, timeout, max_attempts, honors_idempotency_key, headers, provider_id_field,
-       created_at = updated_at AS fresh
-FROM idemgate.endpoints WHERE effect_type = 'endpoints_mail';
-SELECT idemgate.register_endpoint('endpoints_mail', 'http://localhost:8025/send');
-SELECT effect_type, url, timeout, max_attempts, honors_idempotency_key, headers, provider_id_field
-FROM idemgate.endpoints WHERE effect_type = 'endpoints_mail';
-SELECT kind, actor = session_user AS actor_ok, details FROM idemgate.events
-WHERE kind = 'endpoint_registered' AND details->>'effect_type' = 'endpoints_mail' ORDER BY id;
-SELECT count(*) AS leaked FROM idemgate.events
-WHERE kind = 'endpoint_registered' AND (details::text LIKE '%s3cr3t%' OR details::text LIKE '%tok_XYZ%'
-                                        OR details::text LIKE '%acme%');
+                                  true, '{"Authorization": "Bearer s3cr3t-1", "X-Tenant": "acme"}', 'message_id') \g /dev/null
+SELECT results_eq($$SELECT effect_type, url, timeout, max_attempts, honors_idempotency_key, headers, provider_id_field,
+                           created_at = updated_at AS fresh
+                      FROM idemgate.endpoints WHERE effect_type = 'endpoints_mail'$$,
+                  $$VALUES ('endpoints_mail', 'https://mail.example.com/send/tok_XYZ?key=abc', '20 seconds'::interval, 5, true,
+                            '{"X-Tenant": "acme", "Authorization": "Bearer s3cr3t-1"}'::jsonb, 'message_id', true)$$,
+                  'registered as given');
+SELECT idemgate.register_endpoint('endpoints_mail', 'http://localhost:8025/send') \g /dev/null
+SELECT results_eq($$SELECT effect_type, url, timeout, max_attempts, honors_idempotency_key, headers, provider_id_field
+                      FROM idemgate.endpoints WHERE effect_type = 'endpoints_mail'$$,
+                  $$VALUES ('endpoints_mail', 'http://localhost:8025/send', '10 seconds'::interval, 3, false, '{}'::jsonb, 'id')$$,
+                  'a second registration replaces the first (defaults)');
+SELECT results_eq($$SELECT kind, actor = session_user AS actor_ok, details FROM idemgate.events
+                     WHERE kind = 'endpoint_registered' AND details->>'effect_type' = 'endpoints_mail' ORDER BY id$$,
+                  $$VALUES ('endpoint_registered', true, '{"host": "mail.example.com", "scheme": "https", "created": true, "timeout_ms": 20000,
+                             "effect_type": "endpoints_mail", "header_names": ["X-Tenant", "Authorization"], "max_attempts": 5,
+                             "honors_idempotency_key": true}'::jsonb),
+                           ('endpoint_registered', true, '{"host": "localhost", "scheme": "http", "created": false, "timeout_ms": 10000,
+                             "effect_type": "endpoints_mail", "header_names": [], "max_attempts": 3,
+                             "honors_idempotency_key": false}'::jsonb)$$,
+                  'audited: scheme, host and header names');
+SELECT is_empty($$SELECT details FROM idemgate.events
+                   WHERE kind = 'endpoint_registered' AND (details::text LIKE '%s3cr3t%' OR details::text LIKE '%tok_XYZ%'
+                                                           OR details::text LIKE '%acme%')$$,
+                'no header value or path in any audit event');
 -- The probe registrations above were all rolled back.
-SELECT count(*) FROM idemgate.endpoints WHERE effect_type IN ('endpoints_url_probe', 'endpoints_t');
+SELECT is_empty($$SELECT effect_type FROM idemgate.endpoints WHERE effect_type IN ('endpoints_url_probe', 'endpoints_t')$$,
+                'the probe registrations left nothing');
 
 -- Privileges: only operators register endpoints or read the table (headers
 -- can hold secrets); clients and readers get 42501.
 CREATE ROLE regress_endpoints_client;
 CREATE ROLE regress_endpoints_reader;
 CREATE ROLE regress_endpoints_operator;
-SELECT idemgate.grant_role('regress_endpoints_client', 'client');
-SELECT idemgate.grant_role('regress_endpoints_reader', 'reader');
-SELECT idemgate.grant_role('regress_endpoints_operator', 'operator');
+SELECT idemgate.grant_role('regress_endpoints_client', 'client'), idemgate.grant_role('regress_endpoints_reader', 'reader'),
+       idemgate.grant_role('regress_endpoints_operator', 'operator') \g /dev/null
 -- (pulling a type needs its grant since 1.1: test/sql/pull_grants.sql)
-SELECT idemgate.grant_effect_type('regress_endpoints_client', 'endpoints_none');
-SET ROLE regress_endpoints_client;
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_x', 'https://example.com/')$$);
-SELECT pg_temp.sqlstate_of($$SELECT headers FROM idemgate.endpoints$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.reinject(1, 'mallory')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.reinject_all('mallory')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.resolve_effect(gen_random_uuid(), true, 'mallory')$$);
--- ...but may use the pull API
-SELECT pg_temp.sqlstate_of($$SELECT * FROM idemgate.claim_effects('endpoints_none')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.complete_effect(gen_random_uuid(), gen_random_uuid())$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.fail_effect(gen_random_uuid(), gen_random_uuid(), 'transport')$$);
-RESET ROLE;
-SET ROLE regress_endpoints_reader;
-SELECT pg_temp.sqlstate_of($$SELECT headers FROM idemgate.endpoints$$);
-SELECT pg_temp.sqlstate_of($$SELECT * FROM idemgate.claim_effects('endpoints_none')$$);
-SELECT pg_temp.sqlstate_of($$SELECT count(*) FROM idemgate.dead_letters$$);
-RESET ROLE;
-SET ROLE regress_endpoints_operator;
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.register_endpoint('endpoints_op', 'https://op.example.com/')$$);
-SELECT pg_temp.sqlstate_of($$SELECT count(*) FROM idemgate.endpoints$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.reinject_all('op', 'endpoints_none')$$);
-RESET ROLE;
-SELECT kind, actor FROM idemgate.events
-WHERE kind = 'endpoint_registered' AND details->>'effect_type' = 'endpoints_op';
+SELECT idemgate.grant_effect_type('regress_endpoints_client', 'endpoints_none') \g /dev/null
+SELECT throws_ok(format('SELECT pg_temp.as_role(%L, %L)', r, q), '42501', m, r || ': ' || q) FROM (VALUES
+  ('regress_endpoints_client', $$SELECT idemgate.register_endpoint('endpoints_x', 'https://example.com/')$$,
+   'permission denied for function register_endpoint'),
+  ('regress_endpoints_client', $$SELECT headers FROM idemgate.endpoints$$, 'permission denied for table endpoints'),
+  ('regress_endpoints_client', $$SELECT idemgate.reinject(1, 'mallory')$$, 'permission denied for function reinject'),
+  ('regress_endpoints_client', $$SELECT idemgate.reinject_all('mallory')$$, 'permission denied for function reinject_all'),
+  ('regress_endpoints_client', $$SELECT idemgate.resolve_effect(gen_random_uuid(), true, 'mallory')$$,
+   'permission denied for function resolve_effect'),
+  ('regress_endpoints_reader', $$SELECT headers FROM idemgate.endpoints$$, 'permission denied for table endpoints'),
+  ('regress_endpoints_reader', $$SELECT * FROM idemgate.claim_effects('endpoints_none')$$, 'permission denied for function claim_effects')
+) AS t(r, q, m);
+-- ...but a client may use the pull API, a reader read dead letters, an
+-- operator do all of it.
+SELECT lives_ok(format('SELECT pg_temp.as_role(%L, %L)', r, q), r || ': ' || q) FROM (VALUES
+  ('regress_endpoints_client', $$SELECT * FROM idemgate.claim_effects('endpoints_none')$$),
+  ('regress_endpoints_client', $$SELECT idemgate.complete_effect(gen_random_uuid(), gen_random_uuid())$$),
+  ('regress_endpoints_client', $$SELECT idemgate.fail_effect(gen_random_uuid(), gen_random_uuid(), 'transport')$$),
+  ('regress_endpoints_reader', $$SELECT count(*) FROM idemgate.dead_letters$$),
+  ('regress_endpoints_operator', $$SELECT idemgate.register_endpoint('endpoints_op', 'https://op.example.com/')$$),
+  ('regress_endpoints_operator', $$SELECT count(*) FROM idemgate.endpoints$$),
+  ('regress_endpoints_operator', $$SELECT idemgate.reinject_all('op', 'endpoints_none')$$)
+) AS t(r, q);
+SELECT results_eq($$SELECT kind, actor FROM idemgate.events
+                     WHERE kind = 'endpoint_registered' AND details->>'effect_type' = 'endpoints_op'$$,
+                  $$VALUES ('endpoint_registered', 'regress_endpoints_operator')$$, 'the operator''s registration is audited under its name');
 
 -- Clean up.
-SELECT idemgate.revoke_role('regress_endpoints_client', 'client');
-SELECT idemgate.revoke_role('regress_endpoints_reader', 'reader');
-SELECT idemgate.revoke_role('regress_endpoints_operator', 'operator');
+SELECT idemgate.revoke_role('regress_endpoints_client', 'client'), idemgate.revoke_role('regress_endpoints_reader', 'reader'),
+       idemgate.revoke_role('regress_endpoints_operator', 'operator') \g /dev/null
 DELETE FROM idemgate.granted_bundles WHERE role::text LIKE 'regress_endpoints_%';
-SELECT idemgate.revoke_effect_type('regress_endpoints_client', 'endpoints_none');
+SELECT is(idemgate.revoke_effect_type('regress_endpoints_client', 'endpoints_none'), true, 'the pull grant is revoked');
 DROP OWNED BY regress_endpoints_client, regress_endpoints_reader, regress_endpoints_operator;
 DROP ROLE regress_endpoints_client;
 DROP ROLE regress_endpoints_reader;
 DROP ROLE regress_endpoints_operator;
 DELETE FROM idemgate.endpoints WHERE effect_type LIKE 'endpoints_%';
+
+SELECT * FROM finish();
+RESET search_path;
+DROP EXTENSION pgtap;
+DROP SCHEMA tap;

@@ -4,11 +4,17 @@
 -- removed. Before 1.1 the bytes were compared: with requested_by 'alice',
 -- approvers 'Alice', 'alice ' and 'alice<U+200B>' were accepted.
 -- Identities are built from UTF-8 bytes (pg_temp.u) so the file works in
--- any server encoding that can hold them.
+-- any server encoding that can hold them. pgTAP.
+\set ECHO none
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS idemgate;
-\set VERBOSITY terse
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+SET search_path = tap, public;
 -- u(hex): the UTF-8 text with these bytes.
 CREATE FUNCTION pg_temp.u(hex text) RETURNS text LANGUAGE sql AS $$
 SELECT convert_from(decode(hex, 'hex'), 'UTF8') $$;
@@ -21,21 +27,22 @@ BEGIN
     '{"type": "identities_mail", "target": "t", "payload": {}}', '1 hour', NULL, aud, req);
   RETURN a.token;
 END $$;
+SELECT * FROM no_plan();
 
 -- The identities used below, as text and as their UTF-8 bytes.
-SELECT name, encode(convert_to(v, 'UTF8'), 'hex') AS utf8 FROM (VALUES
-  ('alice + U+200B', pg_temp.u('616c696365e2808b')),
-  ('U+FEFF + ALICE', pg_temp.u('efbbbf414c494345')),
-  ('al + U+00AD + ice', pg_temp.u('616cc2ad696365')),
-  ('alice + U+2060', pg_temp.u('616c696365e281a0')),
-  ('josé precomposed', pg_temp.u('6a6f73c3a9')),
-  ('jose + U+0301 decomposed', pg_temp.u('6a6f7365cc81')),
-  ('JOSÉ precomposed capital', pg_temp.u('4a4f53c389'))
-) t(name, v);
+SELECT is(encode(convert_to(pg_temp.u(h), 'UTF8'), 'hex'), h, name) FROM (VALUES
+  ('alice + U+200B', '616c696365e2808b'),
+  ('U+FEFF + ALICE', 'efbbbf414c494345'),
+  ('al + U+00AD + ice', '616cc2ad696365'),
+  ('alice + U+2060', '616c696365e281a0'),
+  ('josé precomposed', '6a6f73c3a9'),
+  ('jose + U+0301 decomposed', '6a6f7365cc81'),
+  ('JOSÉ precomposed capital', '4a4f53c389')
+) t(name, h);
 
 -- Requested by 'alice': none of these forms of alice may decide.
 SELECT pg_temp.ask('id-1', NULL, 'alice') AS t1 \gset
-SELECT who, (SELECT outcome FROM idemgate.consume_approval(:'t1', 'approve', a)) AS outcome
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t1', 'approve', a)), 'invalid', who || ' may not decide')
 FROM (VALUES ('Alice', 'Alice'), ('alice (trailing space)', 'alice '),
              ('  ALICE (leading spaces)', '  ALICE'), ('alice tab', E'alice\t'),
              ('alice + U+200B', pg_temp.u('616c696365e2808b')),
@@ -43,32 +50,43 @@ FROM (VALUES ('Alice', 'Alice'), ('alice (trailing space)', 'alice '),
              ('al + U+00AD + ice', pg_temp.u('616cc2ad696365')),
              ('alice + U+2060', pg_temp.u('616c696365e281a0')),
              ('alice + U+00A0 (no-break space)', pg_temp.u('616c696365c2a0'))) t(who, a);
-SELECT state FROM idemgate.runs WHERE idempotency_key = 'id-1';
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'id-1'), 'awaiting_human', 'id-1 still awaits a human');
 -- Someone else may.
-SELECT outcome FROM idemgate.consume_approval(:'t1', 'approve', 'bob');
-SELECT state FROM idemgate.runs WHERE idempotency_key = 'id-1';
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t1', 'approve', 'bob')), 'approved', 'bob may');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'id-1'), 'approved', 'id-1 approved');
 
 -- Requested by josé (precomposed é): the decomposed form and the capital
 -- are the same person; 'jose' (no accent) is someone else.
 SELECT pg_temp.ask('id-2', NULL, pg_temp.u('6a6f73c3a9')) AS t2 \gset
-SELECT (SELECT outcome FROM idemgate.consume_approval(:'t2', 'approve', pg_temp.u('6a6f7365cc81'))) AS decomposed,
-       (SELECT outcome FROM idemgate.consume_approval(:'t2', 'approve', pg_temp.u('4a4f53c389'))) AS capital;
-SELECT outcome FROM idemgate.consume_approval(:'t2', 'reject', 'jose');
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t2', 'approve', pg_temp.u('6a6f7365cc81'))), 'invalid',
+          'josé decomposed is the requester');
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t2', 'approve', pg_temp.u('4a4f53c389'))), 'invalid',
+          'JOSÉ is the requester');
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t2', 'reject', 'jose')), 'rejected', 'jose is someone else');
 
 -- An audience matches normalised too: {'Bob', decomposed josé}.
 SELECT pg_temp.ask('id-3', ARRAY['Bob', pg_temp.u('6a6f7365cc81')], 'alice') AS t3 \gset
-SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', 'carol');
-SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', 'alice');
-SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', pg_temp.u('e2808b626f6220'));
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', 'carol')), 'invalid', 'carol is not in the audience');
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', 'alice')), 'invalid', 'nor is the requester');
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t3', 'approve', pg_temp.u('e2808b626f6220'))), 'approved',
+          'U+200B + bob + space is Bob');
 SELECT pg_temp.ask('id-4', ARRAY['Bob', pg_temp.u('6a6f7365cc81')], 'alice') AS t4 \gset
-SELECT outcome FROM idemgate.consume_approval(:'t4', 'approve', pg_temp.u('4a4f53c389'));
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t4', 'approve', pg_temp.u('4a4f53c389'))), 'approved',
+          'JOSÉ precomposed is josé decomposed');
 
 -- An audience of only the requester, in another spelling, is refused when
 -- the approval is requested (nobody could decide it).
-SELECT pg_temp.sqlstate_of($$SELECT pg_temp.ask('id-5', ARRAY['ALICE ', pg_temp.u('616c696365e2808b')], 'alice')$$);
-SELECT count(*) AS approvals FROM idemgate.approvals WHERE idempotency_key = 'id-5';
+SELECT throws_ok($$SELECT pg_temp.ask('id-5', ARRAY['ALICE ', pg_temp.u('616c696365e2808b')], 'alice')$$,
+                 '22023', 'argument "audience" names only the requester "alice"', 'an audience of only the requester');
+SELECT is((SELECT count(*) FROM idemgate.approvals WHERE idempotency_key = 'id-5'), 0::bigint, 'no approval written');
 
 -- The approval keeps the identities as given: only comparisons normalise.
-SELECT requested_by, audience FROM idemgate.approvals WHERE idempotency_key = 'id-3';
+SELECT results_eq($$SELECT requested_by, audience FROM idemgate.approvals WHERE idempotency_key = 'id-3'$$,
+                  $$VALUES ('alice', ARRAY['Bob', pg_temp.u('6a6f7365cc81')])$$, 'identities stored as given');
 
 DELETE FROM idemgate.runs WHERE idempotency_key LIKE 'id-%';
+
+SELECT * FROM finish();
+RESET search_path;
+DROP EXTENSION pgtap;
+DROP SCHEMA tap;

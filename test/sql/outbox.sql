@@ -299,9 +299,12 @@ SELECT results_eq($$SELECT kind, details->>'new_state', details->>'attempt', det
 -- Expired leases. An expired lease that is not settled yet may still be
 -- completed by its owner (the send happened). claim_effects settles the
 -- others first: unknown without an endpoint; afterwards the stale owner's
--- complete_effect and fail_effect find nothing.
+-- complete_effect and fail_effect find nothing. The lease is expired inside
+-- a transaction that also settles it, so a running dispatcher (whose
+-- SettleExpiredLeases settles every type) never sees the expired lease.
 SELECT is((SELECT count(*) FROM pg_temp.mk('outbox-lease', 'outbox_lease', 2)), 2::bigint, 'two effects');
 CREATE TEMP TABLE lc AS SELECT * FROM idemgate.claim_effects('outbox_lease', 2);
+BEGIN;
 UPDATE idemgate.outbox SET lease_expires_at = now() - interval '1 second'
 WHERE idempotency_key = 'outbox-lease';
 SELECT is((SELECT idemgate.complete_effect(effect_id, lease_owner, 'late-but-real') FROM lc WHERE target = 'target-1'), true,
@@ -318,16 +321,22 @@ SELECT results_eq($$SELECT kind, details FROM idemgate.events
                      WHERE idempotency_key = 'outbox-lease' AND kind = 'effect_failed'$$,
                   $$VALUES ('effect_failed', '{"attempt": 1, "new_state": "unknown", "error_class": "lease_expired"}'::jsonb)$$,
                   'the settlement is audited as lease_expired');
--- claim_effects only settles its own effect type
+COMMIT;
+-- claim_effects only settles its own effect type. The expiry, that check
+-- and the next block run in ONE transaction that is rolled back: a running
+-- dispatcher never sees the expired lease (it would settle it in between),
+-- nor the endpoint.
 SELECT is((SELECT count(*) FROM pg_temp.mk('outbox-lease2', 'outbox_lease2', 1)), 1::bigint, 'one effect of another type');
 SELECT is((SELECT count(*) FROM idemgate.claim_effects('outbox_lease2')), 1::bigint, 'claimed');
+BEGIN;
 UPDATE idemgate.outbox SET lease_expires_at = now() - interval '1 second'
 WHERE idempotency_key = 'outbox-lease2';
+SELECT is((SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'outbox-lease2'
+           AND state = 'sending' AND lease_expires_at < now()), 1::bigint, 'its lease has expired');
 SELECT is((SELECT count(*) FROM idemgate.claim_effects('outbox_claim')), 0::bigint, 'claim_effects of another type');
 SELECT is((SELECT state FROM idemgate.outbox WHERE idempotency_key = 'outbox-lease2'), 'sending', 'leaves it sending');
 -- With an endpoint that honours the key, an expired lease goes back to
--- pending with backoff (in a transaction, so a dispatcher never sees it).
-BEGIN;
+-- pending with backoff.
 SELECT idemgate.register_endpoint('outbox_lease2', 'https://example.com/l2', '5 s', 3, true) \g /dev/null
 SELECT is((SELECT count(*) FROM idemgate.claim_effects('outbox_lease2')), 0::bigint, 'its own claim_effects settles it');
 SELECT results_eq($$SELECT state, next_attempt_at - now() >= interval '1 s' FROM idemgate.outbox

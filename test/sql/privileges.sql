@@ -1,36 +1,76 @@
 -- privileges: nothing for PUBLIC; rights come in the four bundles of SPEC §11
 -- through grant_role/revoke_role. A client gets 42501 for everything outside
 -- its bundle: reading token hashes, consuming approvals, operator calls,
--- writing tables directly, or granting itself more.
+-- writing tables directly, or granting itself more. pgTAP; the test roles
+-- call pgTAP themselves (SET ROLE / SET SESSION AUTHORIZATION), so they get
+-- USAGE on schema tap and this session's pgTAP result tables, nothing of
+-- idemgate.
+\set ECHO none
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS idemgate;
-\set VERBOSITY terse
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
--- code_of keeps only the SQLSTATE (messages name objects that vary by version).
-CREATE FUNCTION pg_temp.code_of(q text) RETURNS text LANGUAGE sql AS $$
-  SELECT left(pg_temp.sqlstate_of(q), 5) $$;
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+SET search_path = tap, public;
+SELECT * FROM no_plan();
+GRANT USAGE ON SCHEMA tap TO PUBLIC;
+DO $$
+BEGIN
+  EXECUTE format('GRANT ALL ON ALL TABLES IN SCHEMA %s TO PUBLIC', pg_my_temp_schema()::regnamespace);
+  EXECUTE format('GRANT ALL ON ALL SEQUENCES IN SCHEMA %s TO PUBLIC', pg_my_temp_schema()::regnamespace);
+END $$;
 
 -- Nothing is executable, readable or writable by PUBLIC.
-SELECT count(*) AS public_functions FROM pg_proc
-WHERE pronamespace = 'idemgate'::regnamespace AND has_function_privilege('public', oid, 'EXECUTE');
-SELECT count(*) AS public_relations FROM pg_class
-WHERE relnamespace = 'idemgate'::regnamespace AND relkind IN ('r', 'v', 'S')
-  AND (has_table_privilege('public', oid, 'SELECT') OR has_table_privilege('public', oid, 'INSERT')
-       OR has_table_privilege('public', oid, 'UPDATE') OR has_table_privilege('public', oid, 'DELETE'));
-SELECT has_schema_privilege('public', 'idemgate', 'USAGE') AS public_schema_usage;
+SELECT is_empty($$SELECT oid::regprocedure FROM pg_proc
+                   WHERE pronamespace = 'idemgate'::regnamespace AND has_function_privilege('public', oid, 'EXECUTE')$$,
+                'no function executable by PUBLIC');
+SELECT is_empty($$SELECT oid::regclass FROM pg_class
+                   WHERE relnamespace = 'idemgate'::regnamespace AND relkind IN ('r', 'v', 'S')
+                     AND (has_table_privilege('public', oid, 'SELECT') OR has_table_privilege('public', oid, 'INSERT')
+                          OR has_table_privilege('public', oid, 'UPDATE') OR has_table_privilege('public', oid, 'DELETE'))$$,
+                'no relation readable or writable by PUBLIC');
+SELECT schema_privs_are('idemgate', 'public', ARRAY[]::text[], 'no USAGE on schema idemgate for PUBLIC');
 -- Every SECURITY DEFINER function pins search_path; the operator bundle
 -- holds every function of the extension.
-SELECT p.oid::regprocedure AS unpinned FROM pg_proc p
-WHERE p.pronamespace = 'idemgate'::regnamespace AND p.prosecdef
-  AND NOT coalesce(p.proconfig @> '{"search_path=pg_catalog, pg_temp"}', false);
-SELECT p.oid::regprocedure AS not_in_operator FROM pg_proc p
-WHERE p.pronamespace = 'idemgate'::regnamespace
-  AND NOT EXISTS (SELECT 1 FROM idemgate.bundle_members b WHERE b.bundle = 'operator' AND b.fn::regprocedure = p.oid);
+SELECT is_empty($$SELECT p.oid::regprocedure FROM pg_proc p
+                   WHERE p.pronamespace = 'idemgate'::regnamespace AND p.prosecdef
+                     AND NOT coalesce(p.proconfig @> '{"search_path=pg_catalog, pg_temp"}', false)$$,
+                'every SECURITY DEFINER function pins search_path');
+SELECT is_empty($$SELECT p.oid::regprocedure FROM pg_proc p
+                   WHERE p.pronamespace = 'idemgate'::regnamespace
+                     AND NOT EXISTS (SELECT 1 FROM idemgate.bundle_members b WHERE b.bundle = 'operator' AND b.fn::regprocedure = p.oid)$$,
+                'the operator bundle holds every function');
 -- No bundle may read the approvals table itself (token hashes).
-SELECT count(*) AS bundles_reading_approvals FROM idemgate.bundle_members WHERE rel = 'idemgate.approvals'::regclass;
+SELECT is_empty($$SELECT bundle FROM idemgate.bundle_members WHERE rel = 'idemgate.approvals'::regclass$$,
+                'no bundle reads the approvals table');
 -- This feature's functions are in the bundles SPEC §11 names.
-SELECT b.bundle, b.fn FROM idemgate.bundle_members b
-WHERE b.fn::text ~ '(approval|hash_token|enqueue_effect)' ORDER BY b.fn::text, b.bundle;
+SELECT results_eq($$SELECT b.bundle, b.fn::text FROM idemgate.bundle_members b
+                     WHERE b.fn::text ~ '(approval|hash_token|enqueue_effect)' ORDER BY b.fn::text, b.bundle$$,
+                  $$VALUES ('operator', 'idemgate.cancel_approval(uuid,text,text)'),
+                           ('approver', 'idemgate.consume_approval(jsonb)'),
+                           ('operator', 'idemgate.consume_approval(jsonb)'),
+                           ('approver', 'idemgate.consume_approval(text,text,text,text)'),
+                           ('operator', 'idemgate.consume_approval(text,text,text,text)'),
+                           ('client', 'idemgate.enqueue_effect(jsonb)'),
+                           ('operator', 'idemgate.enqueue_effect(jsonb)'),
+                           ('client', 'idemgate.enqueue_effect(text,uuid,bigint,jsonb)'),
+                           ('operator', 'idemgate.enqueue_effect(text,uuid,bigint,jsonb)'),
+                           ('operator', 'idemgate.expire_approvals()'),
+                           ('approver', 'idemgate.hash_token(text)'),
+                           ('client', 'idemgate.hash_token(text)'),
+                           ('operator', 'idemgate.hash_token(text)'),
+                           ('approver', 'idemgate.peek_approval(jsonb)'),
+                           ('operator', 'idemgate.peek_approval(jsonb)'),
+                           ('approver', 'idemgate.peek_approval(text)'),
+                           ('operator', 'idemgate.peek_approval(text)'),
+                           ('client', 'idemgate.request_approval(jsonb)'),
+                           ('operator', 'idemgate.request_approval(jsonb)'),
+                           ('client', 'idemgate.request_approval(text,uuid,bigint,jsonb,interval,jsonb,text[],text)'),
+                           ('operator', 'idemgate.request_approval(text,uuid,bigint,jsonb,interval,jsonb,text[],text)')$$,
+                  'the approval functions are in the bundles SPEC §11 names');
 
 -- One role per bundle, and one with none.
 CREATE ROLE privileges_client;
@@ -38,15 +78,16 @@ CREATE ROLE privileges_approver;
 CREATE ROLE privileges_reader;
 CREATE ROLE privileges_operator;
 CREATE ROLE privileges_nobody;
-SELECT idemgate.grant_role('privileges_client', 'client');
-SELECT idemgate.grant_role('privileges_approver', 'approver');
-SELECT idemgate.grant_role('privileges_reader', 'reader');
-SELECT idemgate.grant_role('privileges_operator', 'operator');
+SELECT idemgate.grant_role('privileges_client', 'client'), idemgate.grant_role('privileges_approver', 'approver'),
+       idemgate.grant_role('privileges_reader', 'reader'), idemgate.grant_role('privileges_operator', 'operator') \g /dev/null
 -- (pulling a type needs its grant since 1.1: test/sql/pull_grants.sql)
-SELECT idemgate.grant_effect_type('privileges_client', 'privileges-none');
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.grant_role('privileges_nobody', 'admin')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.grant_role(NULL, 'client')$$);
-SELECT pg_temp.sqlstate_of($$SELECT idemgate.grant_role('privileges_nobody', NULL)$$);
+SELECT idemgate.grant_effect_type('privileges_client', 'privileges-none') \g /dev/null
+SELECT throws_ok(q, code, m, q) FROM (VALUES
+  ($$SELECT idemgate.grant_role('privileges_nobody', 'admin')$$, '22023',
+   'argument "bundle" must be client, approver, operator or reader, not "admin"'),
+  ($$SELECT idemgate.grant_role(NULL, 'client')$$, '22004', 'argument "role" must not be NULL'),
+  ($$SELECT idemgate.grant_role('privileges_nobody', NULL)$$, '22004', 'argument "bundle" must not be NULL')
+) AS t(q, code, m);
 
 -- Each role can execute exactly its bundle's functions and read exactly its
 -- bundle's relations (both differences must be empty).
@@ -68,12 +109,26 @@ LANGUAGE sql AS $$
      AND (has_table_privilege(p_role, c.oid, 'INSERT') OR has_table_privilege(p_role, c.oid, 'UPDATE')
           OR has_table_privilege(p_role, c.oid, 'DELETE') OR has_table_privilege(p_role, c.oid, 'TRUNCATE')))
 $$;
-SELECT * FROM pg_temp.rights_mismatch('privileges_client', 'client');
-SELECT * FROM pg_temp.rights_mismatch('privileges_approver', 'approver');
-SELECT * FROM pg_temp.rights_mismatch('privileges_reader', 'reader');
-SELECT * FROM pg_temp.rights_mismatch('privileges_operator', 'operator');
-SELECT count(*) AS nobody_functions FROM pg_proc
-WHERE pronamespace = 'idemgate'::regnamespace AND has_function_privilege('privileges_nobody', oid, 'EXECUTE');
+SELECT is_empty(format('SELECT * FROM pg_temp.rights_mismatch(%L, %L)', r, b), r || ' has exactly the ' || b || ' bundle')
+FROM (VALUES ('privileges_client', 'client'), ('privileges_approver', 'approver'),
+             ('privileges_reader', 'reader'), ('privileges_operator', 'operator')) AS t(r, b);
+SELECT is_empty($$SELECT oid::regprocedure FROM pg_proc
+                   WHERE pronamespace = 'idemgate'::regnamespace AND has_function_privilege('privileges_nobody', oid, 'EXECUTE')$$,
+                'a role without a bundle executes nothing');
+-- The approval functions per role, spelled out.
+SELECT function_privs_are('idemgate', f, a, r, p, r || ' on ' || f) FROM (VALUES
+  ('consume_approval', ARRAY['text', 'text', 'text', 'text'], 'privileges_client', ARRAY[]::text[]),
+  ('consume_approval', ARRAY['text', 'text', 'text', 'text'], 'privileges_approver', ARRAY['EXECUTE']),
+  ('consume_approval', ARRAY['text', 'text', 'text', 'text'], 'privileges_reader', ARRAY[]::text[]),
+  ('consume_approval', ARRAY['text', 'text', 'text', 'text'], 'privileges_operator', ARRAY['EXECUTE']),
+  ('consume_approval', ARRAY['text', 'text', 'text', 'text'], 'privileges_nobody', ARRAY[]::text[]),
+  ('peek_approval', ARRAY['text'], 'privileges_client', ARRAY[]::text[]),
+  ('peek_approval', ARRAY['text'], 'privileges_approver', ARRAY['EXECUTE']),
+  ('request_approval', ARRAY['text', 'uuid', 'bigint', 'jsonb', 'interval', 'jsonb', 'text[]', 'text'], 'privileges_client', ARRAY['EXECUTE']),
+  ('request_approval', ARRAY['text', 'uuid', 'bigint', 'jsonb', 'interval', 'jsonb', 'text[]', 'text'], 'privileges_approver', ARRAY[]::text[]),
+  ('expire_approvals', ARRAY[]::text[], 'privileges_approver', ARRAY[]::text[]),
+  ('expire_approvals', ARRAY[]::text[], 'privileges_operator', ARRAY['EXECUTE'])
+) AS t(f, a, r, p);
 
 -- A run awaiting approval, and its token.
 SELECT lease_owner AS owner, version FROM idemgate.claim('privileges-1', '{"ticket": 1}') \gset
@@ -82,159 +137,176 @@ SELECT token AS token1 FROM idemgate.request_approval('privileges-1', :'owner', 
 
 -- The client (as the session user, like a login from n8n): its own calls work ...
 SET SESSION AUTHORIZATION privileges_client;
-SELECT outcome FROM idemgate.claim('privileges-2', '{"ticket": 2}');
-SELECT idemgate.hash_token('x') = idemgate.hash_token('x') AS hash_token,
-       length(idemgate.hash_payload('{}')) AS hash_payload,
-       idemgate.actions_enabled() IS NOT NULL AS actions_enabled;
-SELECT count(*) >= 0 AS claim_effects FROM idemgate.claim_effects('privileges-none', 1);
-SELECT pg_temp.code_of(format($$SELECT * FROM idemgate.enqueue_effect('privileges-2', %L, 0,
+SELECT is((SELECT outcome FROM idemgate.claim('privileges-2', '{"ticket": 2}')), 'claimed', 'the client claims');
+SELECT results_eq($$SELECT idemgate.hash_token('x') = idemgate.hash_token('x'), length(idemgate.hash_payload('{}')),
+                           idemgate.actions_enabled() IS NOT NULL$$,
+                  $$VALUES (true, 32, true)$$, 'the client hashes and reads the kill switch');
+SELECT lives_ok($$SELECT * FROM idemgate.claim_effects('privileges-none', 1)$$, 'the client pulls a granted type');
+SELECT lives_ok(format($$SELECT * FROM idemgate.enqueue_effect('privileges-2', %L, 0,
     '{"type": "email", "target": "x", "payload": {}}')$$,
-    (SELECT lease_owner FROM idemgate.claim('privileges-3', '{"ticket": 3}'))));
+    (SELECT lease_owner FROM idemgate.claim('privileges-3', '{"ticket": 3}'))), 'the client enqueues');
 -- ... and everything else is 42501.
-SELECT what, pg_temp.code_of(q) AS sqlstate FROM (VALUES
-  ('read approvals.token_hash', 'SELECT token_hash FROM idemgate.approvals'),
-  ('read approvals', 'SELECT count(*) FROM idemgate.approvals'),
-  ('read approval_status', 'SELECT count(*) FROM idemgate.approval_status'),
-  ('peek_approval', format('SELECT * FROM idemgate.peek_approval(%L)', :'token1')),
-  ('consume_approval', format('SELECT * FROM idemgate.consume_approval(%L, ''approve'', ''mallory'')', :'token1')),
-  ('expire_approvals', 'SELECT idemgate.expire_approvals()'),
-  ('supersede', $$SELECT * FROM idemgate.supersede('privileges-1', 'privileges-1b', '{}', 'me', 'because')$$),
-  ('grant_role operator to itself', $$SELECT idemgate.grant_role('privileges_client', 'operator')$$),
-  ('grant_role approver to itself', $$SELECT idemgate.grant_role('privileges_client', 'approver')$$),
-  ('revoke_role', $$SELECT idemgate.revoke_role('privileges_approver', 'approver')$$),
-  ('GRANT EXECUTE consume_approval', 'GRANT EXECUTE ON FUNCTION idemgate.consume_approval(text, text, text, text) TO privileges_client'),
-  ('GRANT SELECT approvals', 'GRANT SELECT ON idemgate.approvals TO privileges_client'),
-  ('read events', 'SELECT count(*) FROM idemgate.events'),
-  ('read dead_letters', 'SELECT count(*) FROM idemgate.dead_letters'),
-  ('read endpoints', 'SELECT count(*) FROM idemgate.endpoints'),
-  ('read runs', 'SELECT count(*) FROM idemgate.runs'),
-  ('read outbox', 'SELECT count(*) FROM idemgate.outbox'),
-  ('insert runs', $$INSERT INTO idemgate.runs (idempotency_key, state, payload_hash) VALUES ('privileges-x', 'approved', '\x00')$$),
-  ('update runs', $$UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = 'privileges-1'$$),
-  ('delete runs', 'DELETE FROM idemgate.runs'),
-  ('insert outbox', $$INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload) VALUES (gen_random_uuid(), 'privileges-1', 'email', 'x', '{}')$$),
-  ('update outbox', $$UPDATE idemgate.outbox SET state = 'pending'$$),
-  ('insert approvals', $$INSERT INTO idemgate.approvals (approval_id, idempotency_key, token_hash, allowed_decisions, expires_at, effects, run_version) VALUES (gen_random_uuid(), 'privileges-1', idemgate.hash_token('mine'), '{approve}', now() + interval '1 day', '{}', 1)$$),
-  ('update approvals', $$UPDATE idemgate.approvals SET expires_at = now() + interval '1 year'$$),
-  ('register endpoint (table)', $$INSERT INTO idemgate.endpoints (effect_type, url) VALUES ('email', 'https://evil.example')$$),
-  ('kill switch (table)', 'UPDATE idemgate.control SET actions_enabled = false'),
-  ('add to a bundle', $$INSERT INTO idemgate.bundle_members (bundle, fn) VALUES ('client', 'idemgate.consume_approval(text,text,text,text)')$$),
-  ('record a grant', $$INSERT INTO idemgate.granted_bundles (role, bundle) VALUES ('privileges_client', 'operator')$$),
-  ('truncate events', 'TRUNCATE idemgate.events'),
-  ('create in schema', 'CREATE TABLE idemgate.mine (x int)'),
-  ('register_endpoint', $$SELECT idemgate.register_endpoint('email', 'https://evil.example/hook')$$),
-  ('set_actions_enabled (kill switch)', $$SELECT idemgate.set_actions_enabled(false, 'client', 'test')$$),
-  ('reinject', $$SELECT idemgate.reinject(1, 'client')$$),
-  ('reinject_all', $$SELECT idemgate.reinject_all('client')$$),
-  ('resolve_effect', $$SELECT idemgate.resolve_effect(gen_random_uuid(), true, 'client')$$),
-  ('purge', $$SELECT idemgate.purge('1 day')$$),
-  ('purge_dead_letters', $$SELECT idemgate.purge_dead_letters('1 day')$$),
-  ('watch_workflow', $$SELECT idemgate.watch_workflow('w', '1 hour')$$),
-  ('unwatch_workflow', $$SELECT idemgate.unwatch_workflow('w')$$),
-  ('publish_alerts', 'SELECT idemgate.publish_alerts()'),
-  ('metrics', 'SELECT count(*) FROM idemgate.metrics()'),
-  ('prometheus', 'SELECT idemgate.prometheus()'),
-  ('read alerts', 'SELECT count(*) FROM idemgate.alerts'),
-  ('dispatcher_status', 'SELECT count(*) FROM idemgate.dispatcher_status()'),
-  ('ALTER ROLE itself SUPERUSER', 'ALTER ROLE privileges_client SUPERUSER'),
-  ('SET ROLE operator', 'SET ROLE privileges_operator')
-) AS m(what, q);
-SELECT current_user, session_user;
+SELECT throws_ok(q, '42501', m, 'client: ' || what) FROM (VALUES
+  ('read approvals.token_hash', 'SELECT token_hash FROM idemgate.approvals', 'permission denied for table approvals'),
+  ('read approvals', 'SELECT count(*) FROM idemgate.approvals', 'permission denied for table approvals'),
+  ('read approval_status', 'SELECT count(*) FROM idemgate.approval_status', 'permission denied for view approval_status'),
+  ('peek_approval', format('SELECT * FROM idemgate.peek_approval(%L)', :'token1'), 'permission denied for function peek_approval'),
+  ('consume_approval', format('SELECT * FROM idemgate.consume_approval(%L, ''approve'', ''mallory'')', :'token1'), 'permission denied for function consume_approval'),
+  ('expire_approvals', 'SELECT idemgate.expire_approvals()', 'permission denied for function expire_approvals'),
+  ('supersede', $$SELECT * FROM idemgate.supersede('privileges-1', 'privileges-1b', '{}', 'me', 'because')$$, 'permission denied for function supersede'),
+  ('grant_role operator to itself', $$SELECT idemgate.grant_role('privileges_client', 'operator')$$, 'permission denied for function grant_role'),
+  ('grant_role approver to itself', $$SELECT idemgate.grant_role('privileges_client', 'approver')$$, 'permission denied for function grant_role'),
+  ('revoke_role', $$SELECT idemgate.revoke_role('privileges_approver', 'approver')$$, 'permission denied for function revoke_role'),
+  ('GRANT EXECUTE consume_approval', 'GRANT EXECUTE ON FUNCTION idemgate.consume_approval(text, text, text, text) TO privileges_client', 'permission denied for function consume_approval'),
+  ('GRANT SELECT approvals', 'GRANT SELECT ON idemgate.approvals TO privileges_client', 'permission denied for table approvals'),
+  ('read events', 'SELECT count(*) FROM idemgate.events', 'permission denied for table events'),
+  ('read dead_letters', 'SELECT count(*) FROM idemgate.dead_letters', 'permission denied for table dead_letters'),
+  ('read endpoints', 'SELECT count(*) FROM idemgate.endpoints', 'permission denied for table endpoints'),
+  ('read runs', 'SELECT count(*) FROM idemgate.runs', 'permission denied for table runs'),
+  ('read outbox', 'SELECT count(*) FROM idemgate.outbox', 'permission denied for table outbox'),
+  ('insert runs', $$INSERT INTO idemgate.runs (idempotency_key, state, payload_hash) VALUES ('privileges-x', 'approved', '\x00')$$, 'permission denied for table runs'),
+  ('update runs', $$UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = 'privileges-1'$$, 'permission denied for table runs'),
+  ('delete runs', 'DELETE FROM idemgate.runs', 'permission denied for table runs'),
+  ('insert outbox', $$INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload) VALUES (gen_random_uuid(), 'privileges-1', 'email', 'x', '{}')$$, 'permission denied for table outbox'),
+  ('update outbox', $$UPDATE idemgate.outbox SET state = 'pending'$$, 'permission denied for table outbox'),
+  ('insert approvals', $$INSERT INTO idemgate.approvals (approval_id, idempotency_key, token_hash, allowed_decisions, expires_at, effects, run_version) VALUES (gen_random_uuid(), 'privileges-1', idemgate.hash_token('mine'), '{approve}', now() + interval '1 day', '{}', 1)$$, 'permission denied for table approvals'),
+  ('update approvals', $$UPDATE idemgate.approvals SET expires_at = now() + interval '1 year'$$, 'permission denied for table approvals'),
+  ('register endpoint (table)', $$INSERT INTO idemgate.endpoints (effect_type, url) VALUES ('email', 'https://evil.example')$$, 'permission denied for table endpoints'),
+  ('kill switch (table)', 'UPDATE idemgate.control SET actions_enabled = false', 'permission denied for table control'),
+  ('add to a bundle', $$INSERT INTO idemgate.bundle_members (bundle, fn) VALUES ('client', 'idemgate.consume_approval(text,text,text,text)')$$, 'permission denied for table bundle_members'),
+  ('record a grant', $$INSERT INTO idemgate.granted_bundles (role, bundle) VALUES ('privileges_client', 'operator')$$, 'permission denied for table granted_bundles'),
+  ('truncate events', 'TRUNCATE idemgate.events', 'permission denied for table events'),
+  ('create in schema', 'CREATE TABLE idemgate.mine (x int)', 'permission denied for schema idemgate'),
+  ('register_endpoint', $$SELECT idemgate.register_endpoint('email', 'https://evil.example/hook')$$, 'permission denied for function register_endpoint'),
+  ('set_actions_enabled (kill switch)', $$SELECT idemgate.set_actions_enabled(false, 'client', 'test')$$, 'permission denied for function set_actions_enabled'),
+  ('reinject', $$SELECT idemgate.reinject(1, 'client')$$, 'permission denied for function reinject'),
+  ('reinject_all', $$SELECT idemgate.reinject_all('client')$$, 'permission denied for function reinject_all'),
+  ('resolve_effect', $$SELECT idemgate.resolve_effect(gen_random_uuid(), true, 'client')$$, 'permission denied for function resolve_effect'),
+  ('purge', $$SELECT idemgate.purge('1 day')$$, 'permission denied for function purge'),
+  ('purge_dead_letters', $$SELECT idemgate.purge_dead_letters('1 day')$$, 'permission denied for function purge_dead_letters'),
+  ('watch_workflow', $$SELECT idemgate.watch_workflow('w', '1 hour')$$, 'permission denied for function watch_workflow'),
+  ('unwatch_workflow', $$SELECT idemgate.unwatch_workflow('w')$$, 'permission denied for function unwatch_workflow'),
+  ('publish_alerts', 'SELECT idemgate.publish_alerts()', 'permission denied for function publish_alerts'),
+  ('metrics', 'SELECT count(*) FROM idemgate.metrics()', 'permission denied for function metrics'),
+  ('prometheus', 'SELECT idemgate.prometheus()', 'permission denied for function prometheus'),
+  ('read alerts', 'SELECT count(*) FROM idemgate.alerts', 'permission denied for view alerts'),
+  ('dispatcher_status', 'SELECT count(*) FROM idemgate.dispatcher_status()', 'permission denied for function dispatcher_status'),
+  ('ALTER ROLE itself SUPERUSER', 'ALTER ROLE privileges_client SUPERUSER', 'must be superuser to alter superuser roles or change superuser attribute'),
+  ('SET ROLE operator', 'SET ROLE privileges_operator', 'permission denied to set role "privileges_operator"')
+) AS m(what, q, m);
+SELECT is(current_user || ' / ' || session_user, 'privileges_client / privileges_client', 'still the client');
 RESET SESSION AUTHORIZATION;
 -- Nothing the client tried changed anything.
-SELECT state, (SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'privileges-1') AS effects,
-       (SELECT consumed_at IS NULL FROM idemgate.approvals WHERE idempotency_key = 'privileges-1') AS unconsumed
-FROM idemgate.runs WHERE idempotency_key = 'privileges-1';
-SELECT count(*) AS stray_rows FROM idemgate.bundle_members WHERE bundle = 'client' AND fn::text LIKE '%consume%';
-SELECT (SELECT actions_enabled FROM idemgate.control) AS kill_switch_still_on,
-       (SELECT count(*) FROM idemgate.endpoints WHERE url LIKE '%evil%') AS evil_endpoints;
-SELECT bundle FROM idemgate.granted_bundles WHERE role = 'privileges_client'::regrole;
+SELECT results_eq($$SELECT state, (SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'privileges-1'),
+                           (SELECT consumed_at IS NULL FROM idemgate.approvals WHERE idempotency_key = 'privileges-1')
+                      FROM idemgate.runs WHERE idempotency_key = 'privileges-1'$$,
+                  $$VALUES ('awaiting_human', 0::bigint, true)$$, 'the run still awaits its unconsumed approval, no effects');
+SELECT is_empty($$SELECT * FROM idemgate.bundle_members WHERE bundle = 'client' AND fn::text LIKE '%consume%'$$,
+                'no stray bundle row');
+SELECT results_eq($$SELECT (SELECT actions_enabled FROM idemgate.control), (SELECT count(*) FROM idemgate.endpoints WHERE url LIKE '%evil%')$$,
+                  $$VALUES (true, 0::bigint)$$, 'the kill switch is still on, no evil endpoint');
+SELECT results_eq($$SELECT bundle FROM idemgate.granted_bundles WHERE role = 'privileges_client'::regrole$$,
+                  $$VALUES ('client')$$, 'the client still holds only client');
 
 -- The approver: peek and consume, nothing else.
 SET ROLE privileges_approver;
-SELECT status, card->>'title' AS title FROM idemgate.peek_approval(:'token1');
-SELECT what, pg_temp.code_of(q) AS sqlstate FROM (VALUES
-  ('claim', $$SELECT * FROM idemgate.claim('privileges-9', '{}')$$),
-  ('request_approval', $$SELECT * FROM idemgate.request_approval('privileges-1', gen_random_uuid(), 0, '{}')$$),
-  ('read approvals', 'SELECT token_hash FROM idemgate.approvals'),
-  ('read events', 'SELECT count(*) FROM idemgate.events'),
-  ('expire_approvals', 'SELECT idemgate.expire_approvals()')
-) AS m(what, q);
-SELECT outcome, idempotency_key FROM idemgate.consume_approval(:'token1', 'approve', 'alice');
+SELECT results_eq(format($$SELECT status, card->>'title' FROM idemgate.peek_approval(%L)$$, :'token1'),
+                  $$VALUES ('pending', 't')$$, 'the approver peeks');
+SELECT throws_ok(q, '42501', m, 'approver: ' || what) FROM (VALUES
+  ('claim', $$SELECT * FROM idemgate.claim('privileges-9', '{}')$$, 'permission denied for function claim'),
+  ('request_approval', $$SELECT * FROM idemgate.request_approval('privileges-1', gen_random_uuid(), 0, '{}')$$, 'permission denied for function request_approval'),
+  ('read approvals', 'SELECT token_hash FROM idemgate.approvals', 'permission denied for table approvals'),
+  ('read events', 'SELECT count(*) FROM idemgate.events', 'permission denied for table events'),
+  ('expire_approvals', 'SELECT idemgate.expire_approvals()', 'permission denied for function expire_approvals')
+) AS m(what, q, m);
+SELECT results_eq(format($$SELECT outcome, idempotency_key FROM idemgate.consume_approval(%L, 'approve', 'alice')$$, :'token1'),
+                  $$VALUES ('approved', 'privileges-1')$$, 'the approver consumes');
 RESET ROLE;
 
 -- The reader: the audit trail and the approval status, no token hashes.
 SET ROLE privileges_reader;
-SELECT status, decision, approver_subject FROM idemgate.approval_status WHERE idempotency_key = 'privileges-1';
-SELECT kind, actor FROM idemgate.events WHERE idempotency_key = 'privileges-1' AND kind = 'approval_decided';
-SELECT pg_temp.code_of('SELECT token_hash FROM idemgate.approvals') AS approvals,
-       pg_temp.code_of('SELECT 1 FROM idemgate.runs') AS runs,
-       pg_temp.code_of($$SELECT * FROM idemgate.peek_approval('x')$$) AS peek;
+SELECT results_eq($$SELECT status, decision, approver_subject FROM idemgate.approval_status WHERE idempotency_key = 'privileges-1'$$,
+                  $$VALUES ('consumed', 'approve', 'alice')$$, 'the reader reads approval_status');
+SELECT results_eq($$SELECT kind, actor FROM idemgate.events WHERE idempotency_key = 'privileges-1' AND kind = 'approval_decided'$$,
+                  $$VALUES ('approval_decided', 'alice')$$, 'the reader reads events');
+SELECT throws_ok(q, '42501', m, 'reader: ' || q) FROM (VALUES
+  ('SELECT token_hash FROM idemgate.approvals', 'permission denied for table approvals'),
+  ('SELECT 1 FROM idemgate.runs', 'permission denied for table runs'),
+  ($$SELECT * FROM idemgate.peek_approval('x')$$, 'permission denied for function peek_approval')
+) AS m(q, m);
 RESET ROLE;
 
 -- The operator may do everything the other bundles may.
 SET ROLE privileges_operator;
-SELECT count(*) >= 0 AS reads_events FROM idemgate.events;
-SELECT idemgate.expire_approvals() >= 0 AS expires;
-SELECT count(*) AS peek_rows FROM idemgate.peek_approval('no such token');
+SELECT lives_ok('SELECT count(*) FROM idemgate.events', 'the operator reads events');
+SELECT ok(idemgate.expire_approvals() >= 0, 'the operator expires approvals');
+SELECT is_empty($$SELECT * FROM idemgate.peek_approval('no such token')$$, 'the operator peeks');
 RESET ROLE;
 
 -- revoke_role: revoking client from a role that is also operator leaves it
 -- every operator right (including the client functions, which operator holds).
 CREATE ROLE privileges_both;
-SELECT idemgate.grant_role('privileges_both', 'operator');
-SELECT idemgate.grant_role('privileges_both', 'client');
-SELECT idemgate.revoke_role('privileges_both', 'client');
-SELECT * FROM pg_temp.rights_mismatch('privileges_both', 'operator');
+SELECT idemgate.grant_role('privileges_both', 'operator'), idemgate.grant_role('privileges_both', 'client') \g /dev/null
+SELECT idemgate.revoke_role('privileges_both', 'client') \g /dev/null
+SELECT is_empty($$SELECT * FROM pg_temp.rights_mismatch('privileges_both', 'operator')$$, 'operator + client - client: still operator');
 SET ROLE privileges_both;
-SELECT outcome FROM idemgate.claim('privileges-4', '{"ticket": 4}');
-SELECT count(*) AS peek_rows FROM idemgate.peek_approval('no such token');
+SELECT is((SELECT outcome FROM idemgate.claim('privileges-4', '{"ticket": 4}')), 'claimed', 'and still claims');
+SELECT is_empty($$SELECT * FROM idemgate.peek_approval('no such token')$$, 'and still peeks');
 RESET ROLE;
-SELECT bundle FROM idemgate.granted_bundles WHERE role = 'privileges_both'::regrole;
+SELECT results_eq($$SELECT bundle FROM idemgate.granted_bundles WHERE role = 'privileges_both'::regrole$$,
+                  $$VALUES ('operator')$$, 'its grant record says operator');
 
 -- Revoking client from a client-only role takes its rights away; revoking
 -- approver from a client + approver keeps hash_token (client has it too).
-SELECT idemgate.grant_role('privileges_client', 'approver');
-SELECT idemgate.revoke_role('privileges_client', 'approver');
-SELECT * FROM pg_temp.rights_mismatch('privileges_client', 'client');
-SELECT has_function_privilege('privileges_client', 'idemgate.hash_token(text)', 'EXECUTE') AS hash_token,
-       has_function_privilege('privileges_client', 'idemgate.peek_approval(text)', 'EXECUTE') AS peek;
-SELECT idemgate.revoke_role('privileges_client', 'client');
+SELECT idemgate.grant_role('privileges_client', 'approver') \g /dev/null
+SELECT idemgate.revoke_role('privileges_client', 'approver') \g /dev/null
+SELECT is_empty($$SELECT * FROM pg_temp.rights_mismatch('privileges_client', 'client')$$, 'client + approver - approver: client');
+SELECT function_privs_are('idemgate', 'hash_token', ARRAY['text'], 'privileges_client', ARRAY['EXECUTE'], 'hash_token kept');
+SELECT function_privs_are('idemgate', 'peek_approval', ARRAY['text'], 'privileges_client', ARRAY[]::text[], 'peek_approval gone');
+SELECT idemgate.revoke_role('privileges_client', 'client') \g /dev/null
 SET ROLE privileges_client;
-SELECT pg_temp.code_of($$SELECT * FROM idemgate.claim('privileges-5', '{}')$$) AS claim,
-       pg_temp.code_of($$SELECT idemgate.hash_token('x')$$) AS hash_token;
+-- (the schema's USAGE came with the bundle, so it is the first refusal)
+SELECT throws_ok(q, '42501', 'permission denied for schema idemgate', 'without a bundle: ' || q) FROM (VALUES
+  ($$SELECT * FROM idemgate.claim('privileges-5', '{}')$$),
+  ($$SELECT idemgate.hash_token('x')$$)
+) AS m(q);
 RESET ROLE;
-SELECT count(*) AS client_functions FROM pg_proc
-WHERE pronamespace = 'idemgate'::regnamespace AND has_function_privilege('privileges_client', oid, 'EXECUTE');
-SELECT count(*) AS remaining FROM idemgate.granted_bundles WHERE role = 'privileges_client'::regrole;
+SELECT is_empty($$SELECT oid::regprocedure FROM pg_proc
+                   WHERE pronamespace = 'idemgate'::regnamespace AND has_function_privilege('privileges_client', oid, 'EXECUTE')$$,
+                'client revoked: no function left');
+SELECT is_empty($$SELECT * FROM idemgate.granted_bundles WHERE role = 'privileges_client'::regrole$$, 'no grant record left');
 
 -- Grants and revokes are audited.
-SELECT kind, details->>'bundle' AS bundle, actor = session_user AS by_session_user
-FROM idemgate.events WHERE kind IN ('role_granted', 'role_revoked') AND details->>'role' = 'privileges_both'
-ORDER BY id;
+SELECT results_eq($$SELECT kind, details->>'bundle', actor = session_user FROM idemgate.events
+                     WHERE kind IN ('role_granted', 'role_revoked') AND details->>'role' = 'privileges_both' ORDER BY id$$,
+                  $$VALUES ('role_granted', 'operator', true), ('role_granted', 'client', true), ('role_revoked', 'client', true)$$,
+                  'grants and revokes audited under the session user');
 
 -- Granting twice is harmless (one record); revoking a bundle the role does
 -- not hold changes nothing; revoking reader from an operator keeps the
 -- audit trail readable (operator holds reader's relations too); an unknown
 -- role is an error of the call.
-SELECT idemgate.grant_role('privileges_reader', 'reader');
-SELECT count(*) AS records FROM idemgate.granted_bundles WHERE role = 'privileges_reader'::regrole;
-SELECT idemgate.revoke_role('privileges_approver', 'client');
-SELECT * FROM pg_temp.rights_mismatch('privileges_approver', 'approver');
-SELECT idemgate.grant_role('privileges_both', 'reader');
-SELECT idemgate.revoke_role('privileges_both', 'reader');
-SELECT has_table_privilege('privileges_both', 'idemgate.events', 'SELECT') AS events,
-       has_table_privilege('privileges_both', 'idemgate.approval_status', 'SELECT') AS approval_status,
-       has_table_privilege('privileges_both', 'idemgate.approvals', 'SELECT') AS approvals;
-SELECT pg_temp.code_of($$SELECT idemgate.grant_role('privileges_no_such_role', 'client')$$) AS unknown_role;
+SELECT idemgate.grant_role('privileges_reader', 'reader') \g /dev/null
+SELECT is((SELECT count(*) FROM idemgate.granted_bundles WHERE role = 'privileges_reader'::regrole), 1::bigint, 'granted twice: one record');
+SELECT idemgate.revoke_role('privileges_approver', 'client') \g /dev/null
+SELECT is_empty($$SELECT * FROM pg_temp.rights_mismatch('privileges_approver', 'approver')$$, 'revoking a bundle not held changes nothing');
+SELECT idemgate.grant_role('privileges_both', 'reader') \g /dev/null
+SELECT idemgate.revoke_role('privileges_both', 'reader') \g /dev/null
+SELECT table_privs_are('idemgate', 'events', 'privileges_both', ARRAY['SELECT'], 'operator - reader: events readable');
+SELECT table_privs_are('idemgate', 'approval_status', 'privileges_both', ARRAY['SELECT'], 'operator - reader: approval_status readable');
+SELECT table_privs_are('idemgate', 'approvals', 'privileges_both', ARRAY[]::text[], 'operator - reader: approvals not readable');
+SELECT throws_ok($$SELECT idemgate.grant_role('privileges_no_such_role', 'client')$$, '42704', 'role "privileges_no_such_role" does not exist', 'an unknown role');
 
 -- Clean up the roles.
-SELECT idemgate.revoke_role('privileges_approver', 'approver');
-SELECT idemgate.revoke_role('privileges_reader', 'reader');
-SELECT idemgate.revoke_role('privileges_operator', 'operator');
-SELECT idemgate.revoke_role('privileges_both', 'operator');
-SELECT idemgate.revoke_effect_type('privileges_client', 'privileges-none');
+SELECT idemgate.revoke_role('privileges_approver', 'approver'), idemgate.revoke_role('privileges_reader', 'reader'),
+       idemgate.revoke_role('privileges_operator', 'operator'), idemgate.revoke_role('privileges_both', 'operator') \g /dev/null
+SELECT is(idemgate.revoke_effect_type('privileges_client', 'privileges-none'), true, 'the pull grant is revoked');
+SELECT * FROM finish();
+REVOKE USAGE ON SCHEMA tap FROM PUBLIC;
 DROP OWNED BY privileges_client, privileges_approver, privileges_reader, privileges_operator,
               privileges_nobody, privileges_both;
 DROP ROLE privileges_client, privileges_approver, privileges_reader, privileges_operator,
           privileges_nobody, privileges_both;
+RESET search_path;
+DROP EXTENSION pgtap;
+DROP SCHEMA tap;
