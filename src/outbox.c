@@ -130,7 +130,10 @@ static SavedStatement claim_stmt = {
  * effect_id = ANY keeps this an index scan of outbox_pkey whatever plan
  * the plan cache picks; "IS TRUE" hides the state test from the planner,
  * which would otherwise AND in a scan of the whole outbox_sending_idx
- * (dead entries included).
+ * (dead entries included). The same statement then locks the approved runs
+ * of those effects as lock_runs_stmt does (rows with a NULL effect_id),
+ * so that complete_runs_stmt, in the next statement's fresh snapshot, sees
+ * a sibling effect completed by a transaction that held the run's lock.
  */
 static SavedStatement complete_stmt = {
 	"WITH done AS ("
@@ -149,8 +152,15 @@ static SavedStatement complete_stmt = {
 	"        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
 	"          'provider_id', d.provider_id, 'status', d.last_status, 'attempt', d.attempts))"
 	" FROM done d"
+	"), locked AS ("
+	" SELECT r.idempotency_key FROM idemgate.runs r"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.idempotency_key FROM done d))"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	" ORDER BY r.idempotency_key FOR UPDATE OF r"
 	")"
-	" SELECT d.effect_id, d.idempotency_key FROM done d",
+	" SELECT d.effect_id, d.idempotency_key FROM done d"
+	" UNION ALL"
+	" SELECT NULL, l.idempotency_key FROM locked l",
 	4, {UUIDARRAYOID, UUIDARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, GENERIC_PLAN
 };
 
@@ -251,6 +261,23 @@ FindErrorClass(const char *name, bool allow_internal)
 }
 
 /*
+ * CompleteLockedRuns completes the runs of keys (a text[] datum), locked by
+ * this transaction and approved when locked, that have no effect in another
+ * state than completed or cancelled. Must be called inside SPI.
+ */
+static void
+CompleteLockedRuns(Datum keys, const char *actor)
+{
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	values[0] = keys;
+	SetTextParam(values, nulls, 1, actor);
+	if (ExecSaved(&complete_runs_stmt, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not complete runs");
+}
+
+/*
  * CompleteRunsIfDone completes the runs of keys (a text[] datum, repeats
  * allowed) that are approved and have no effect in another state than
  * completed or cancelled; see lock_runs_stmt. Must be called inside SPI,
@@ -260,7 +287,6 @@ static void
 CompleteRunsIfDone(Datum keys, const char *actor)
 {
 	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
 	Datum	   *locked;
 	int			n;
 
@@ -277,10 +303,8 @@ CompleteRunsIfDone(Datum keys, const char *actor)
 
 		locked[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
 	}
-	values[0] = PointerGetDatum(construct_array(locked, n, TEXTOID, -1, false, TYPALIGN_INT));
-	SetTextParam(values, nulls, 1, actor);
-	if (ExecSaved(&complete_runs_stmt, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not complete runs");
+	CompleteLockedRuns(PointerGetDatum(construct_array(locked, n, TEXTOID, -1, false,
+													   TYPALIGN_INT)), actor);
 }
 
 /*
@@ -315,7 +339,9 @@ CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	Datum		values[4];
-	uint64		done;
+	uint64		rows;
+	int			done = 0;
+	int			nkeys = 0;
 	Datum	   *keys;
 
 	if (n <= 0)
@@ -338,23 +364,28 @@ CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
 												   INT4OID, sizeof(int32), true, TYPALIGN_INT));
 	if (ExecSaved(&complete_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not complete effects");
-	done = SPI_processed;
-	if (done == 0)
-		return 0;
-	keys = palloc(sizeof(Datum) * done);
-	for (uint64 r = 0; r < done; r++)
+	rows = SPI_processed;
+	keys = palloc(sizeof(Datum) * (rows + 1));
+	for (uint64 r = 0; r < rows; r++)
 	{
 		bool		isnull;
-		pg_uuid_t  *id = DatumGetUUIDP(GetResultDatum(r, 1, &isnull));
+		Datum		id = GetResultDatum(r, 1, &isnull);
 
-		keys[r] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(r, 2, &isnull)));
+		if (isnull)
+		{
+			/* a run locked by the statement, approved when locked */
+			keys[nkeys++] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(r, 2, &isnull)));
+			continue;
+		}
+		done++;
 		for (int i = 0; i < n; i++)
-			if (memcmp(id, &effect_ids[i], sizeof(pg_uuid_t)) == 0)
+			if (memcmp(DatumGetUUIDP(id), &effect_ids[i], sizeof(pg_uuid_t)) == 0)
 				completed[i] = true;
 	}
-	CompleteRunsIfDone(PointerGetDatum(construct_array(keys, (int) done, TEXTOID, -1, false,
-													   TYPALIGN_INT)), NULL);
-	return (int) done;
+	if (nkeys > 0)
+		CompleteLockedRuns(PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false,
+														   TYPALIGN_INT)), NULL);
+	return done;
 }
 
 /* CompleteEffect records a successful delivery; see outbox.h. */

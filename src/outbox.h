@@ -23,9 +23,9 @@ extern bool CompleteEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 						   const char *provider_id, int http_status);
 
 /*
- * CompleteEffects is CompleteEffect for n effects at once, in three
- * statements whatever n is (effects; locking their approved runs; runs
- * with no open effect left). completed[i] tells whether effect i was still
+ * CompleteEffects is CompleteEffect for n effects at once, in two
+ * statements whatever n is (the effects, their events and a lock on their
+ * approved runs; then the runs with no open effect left). completed[i] tells whether effect i was still
  * held by owners[i] and is now completed. Returns how many were. Must be
  * called inside SPI.
  */

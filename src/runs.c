@@ -85,25 +85,18 @@ static SavedStatement claim_stmt = {
 	7, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID}
 };
 
-/*
- * What a key that was not claimed looks like now, and its duplicate event,
- * in one statement. The event is written before the caller compares the
- * payload hash; on a mismatch the caller raises IG001 and the event goes
- * with the rest of the (sub)transaction.
- */
+/* What a key that was not claimed looks like now. */
 static SavedStatement existing_run_stmt = {
-	"WITH r AS ("
-	" SELECT idempotency_key, state, version, result, payload_hash, workflow"
-	" FROM idemgate.runs WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"), ev AS ("
-	" INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
-	" SELECT r.idempotency_key, 'duplicate', $2,"
-	"        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-	"          'workflow', r.workflow, 'state', r.state, 'version', r.version))"
-	" FROM r"
-	")"
-	" SELECT * FROM r",
-	2, {TEXTOID, TEXTOID}
+	"SELECT idempotency_key, state, version, result, payload_hash, workflow"
+	" FROM idemgate.runs WHERE idempotency_key = $1",
+	1, {TEXTOID}
+};
+
+static SavedStatement duplicate_event_stmt = {
+	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
+	" VALUES ($1, 'duplicate', $2, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint)))",
+	5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID}
 };
 
 static SavedStatement lock_run_stmt = {
@@ -306,8 +299,7 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	bytea	   *hash = HashJsonbPayload(payload);
 	Datum		values[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	Datum		lookup[2];
-	char		lookup_nulls[2] = {' ', 'n'};
+	Datum		lookup[1];
 
 	values[0] = PointerGetDatum(key);
 	values[1] = PointerGetDatum(workflow);
@@ -319,12 +311,6 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	values[6] = PointerGetDatum(replaces_key);
 	nulls[6] = replaces_key ? ' ' : 'n';
 	lookup[0] = PointerGetDatum(key);
-	lookup[1] = (Datum) 0;
-	if (actor)
-	{
-		lookup[1] = CStringGetTextDatum(actor);
-		lookup_nulls[1] = ' ';
-	}
 
 	/*
 	 * Between a conflict and the look-up, the row can only disappear through
@@ -334,6 +320,8 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	{
 		bool		isnull;
 		bytea	   *existing_hash;
+		Datum		dup[5];
+		char		dupnulls[5] = {' ', 'n', ' ', ' ', ' '};
 
 		if (ExecSaved(&claim_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "claim statement failed");
@@ -354,7 +342,7 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			return;
 		}
 
-		if (ExecSaved(&existing_run_stmt, lookup, lookup_nulls, false, 0) != SPI_OK_SELECT)
+		if (ExecSaved(&existing_run_stmt, lookup, NULL, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "run look-up failed");
 		if (SPI_processed == 0)
 			continue;
@@ -376,6 +364,20 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		out->values[3] = (Datum) 0;
 		out->values[4] = GetResultDatum(0, 3, &out->nulls[4]);
 		out->values[5] = GetResultDatum(0, 4, &out->nulls[5]);
+
+		dup[0] = PointerGetDatum(key);
+		dup[1] = (Datum) 0;
+		if (actor)
+		{
+			dup[1] = CStringGetTextDatum(actor);
+			dupnulls[1] = ' ';
+		}
+		dup[2] = GetResultDatum(0, 6, &isnull);
+		dupnulls[2] = isnull ? 'n' : ' ';
+		dup[3] = out->values[2];
+		dup[4] = out->values[4];
+		if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record duplicate claim");
 		return;
 	}
 	ereport(ERROR,
