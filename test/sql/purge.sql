@@ -1,12 +1,25 @@
 -- purge(older_than) deletes finished work only; purge_dead_letters(older_than)
 -- is how open dead letters (full payloads) finally go.
 --
--- Scripted in one transaction over empty tables, rolled back at the end, so
--- the dispatcher (which calls purge hourly) and other files never interfere.
+-- Scripted in one transaction over empty tables, rolled back at the end
+-- (pgTAP and the test roles too), so the dispatcher (which calls purge
+-- hourly) and other files never interfere. pgTAP.
+\set ECHO none
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS idemgate;
-\set VERBOSITY terse
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$;
+BEGIN;
+SET LOCAL deadlock_timeout = '60s';
+LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs,
+           idemgate.events, idemgate.dead_letters, idemgate.watched_workflows IN ACCESS EXCLUSIVE MODE;
+TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events,
+         idemgate.dead_letters, idemgate.watched_workflows, idemgate.alert_state;
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+SET LOCAL search_path = tap, public;
 -- owner_of and version_of return a run's live owner and version.
 CREATE FUNCTION pg_temp.owner_of(k text) RETURNS uuid LANGUAGE sql AS
 $$ SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = k $$;
@@ -21,106 +34,134 @@ BEGIN
   IF err IS NULL THEN RETURN idemgate.complete_effect(c.effect_id, c.lease_owner)::text; END IF;
   RETURN idemgate.fail_effect(c.effect_id, c.lease_owner, err, 'scripted');
 END $$;
+-- as_role(role, q): q's first value (as text) run as role; the role is
+-- reset when q fails too (set_config is local to throws_ok's subtransaction).
+CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE v text;
+BEGIN
+  PERFORM set_config('role', r, true);
+  EXECUTE q INTO v;
+  PERFORM set_config('role', 'none', true);
+  RETURN v;
+END $$;
+SELECT * FROM no_plan();
 
-BEGIN;
-SET LOCAL deadlock_timeout = '60s';
-LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs,
-           idemgate.events, idemgate.dead_letters, idemgate.watched_workflows IN ACCESS EXCLUSIVE MODE;
-TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events,
-         idemgate.dead_letters, idemgate.watched_workflows, idemgate.alert_state;
-
-SELECT count(*) FROM (SELECT idemgate.claim('purge-' || k, '{"email": "ana@example.com"}', workflow => 'purge-wf')
-  FROM unnest(ARRAY['done', 'rejected', 'open-dl', 'closed-dl', 'unknown', 'recent', 'working']) AS k) c;
+SELECT is((SELECT count(*) FROM (SELECT idemgate.claim('purge-' || k, '{"email": "ana@example.com"}', workflow => 'purge-wf')
+             FROM unnest(ARRAY['done', 'rejected', 'open-dl', 'closed-dl', 'unknown', 'recent', 'working']) AS k) c),
+          7::bigint, 'seven runs claimed');
 -- done: delivered automatically.
-SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('purge-done', pg_temp.owner_of('purge-done'),
-  pg_temp.version_of('purge-done'), '{"type": "purge_mail", "target": "ana", "payload": {"body": "hi"}}');
-SELECT pg_temp.deliver('purge_mail', NULL);
+SELECT is((SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('purge-done', pg_temp.owner_of('purge-done'),
+             pg_temp.version_of('purge-done'), '{"type": "purge_mail", "target": "ana", "payload": {"body": "hi"}}')),
+          1, 'done: one effect');
+SELECT is(pg_temp.deliver('purge_mail', NULL), 'true', 'done: delivered');
 -- rejected: a human said no (an approval, no dead letter).
-SELECT outcome FROM idemgate.consume_approval(
-  (SELECT token FROM idemgate.request_approval('purge-rejected', pg_temp.owner_of('purge-rejected'),
-     pg_temp.version_of('purge-rejected'), '{"type": "purge_mail", "target": "bob", "payload": {}}')),
-  'reject', 'purge-approver');
+SELECT is((SELECT outcome FROM idemgate.consume_approval(
+             (SELECT token FROM idemgate.request_approval('purge-rejected', pg_temp.owner_of('purge-rejected'),
+                pg_temp.version_of('purge-rejected'), '{"type": "purge_mail", "target": "bob", "payload": {}}')),
+             'reject', 'purge-approver')), 'rejected', 'rejected: a human said no');
 -- open-dl: failed for good, its dead letter still waits for a person.
-SELECT idemgate.fail('purge-open-dl', pg_temp.owner_of('purge-open-dl'), pg_temp.version_of('purge-open-dl'),
-                     'model', 'no draft', false);
+SELECT is(idemgate.fail('purge-open-dl', pg_temp.owner_of('purge-open-dl'), pg_temp.version_of('purge-open-dl'),
+                        'model', 'no draft', false), 'failed_terminal', 'open-dl: failed for good');
 -- closed-dl: failed, reinjected, recovered by the next delivery, completed.
-SELECT idemgate.fail('purge-closed-dl', pg_temp.owner_of('purge-closed-dl'), pg_temp.version_of('purge-closed-dl'),
-                     'model', 'no draft', false);
-SELECT idemgate.reinject(id, 'purge-operator') FROM idemgate.dead_letters WHERE idempotency_key = 'purge-closed-dl';
-SELECT outcome FROM idemgate.claim('purge-closed-dl', '{"email": "ana@example.com"}');
-SELECT idemgate.cas_transition('purge-closed-dl', pg_temp.owner_of('purge-closed-dl'),
-                               pg_temp.version_of('purge-closed-dl'), 'completed') > 0 AS completed;
+SELECT is(idemgate.fail('purge-closed-dl', pg_temp.owner_of('purge-closed-dl'), pg_temp.version_of('purge-closed-dl'),
+                        'model', 'no draft', false), 'failed_terminal', 'closed-dl: failed');
+SELECT is((SELECT idemgate.reinject(id, 'purge-operator') FROM idemgate.dead_letters WHERE idempotency_key = 'purge-closed-dl'),
+          true, 'closed-dl: reinjected');
+SELECT is((SELECT outcome FROM idemgate.claim('purge-closed-dl', '{"email": "ana@example.com"}')), 'recovered', 'closed-dl: recovered');
+SELECT ok(idemgate.cas_transition('purge-closed-dl', pg_temp.owner_of('purge-closed-dl'),
+                                  pg_temp.version_of('purge-closed-dl'), 'completed') > 0, 'closed-dl: completed');
 -- unknown: its effect may or may not have been delivered; the run is then
 -- set to failed_terminal by hand (as if an operator had failed it).
-SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('purge-unknown', pg_temp.owner_of('purge-unknown'),
-  pg_temp.version_of('purge-unknown'), '{"type": "purge_sms", "target": "ana", "payload": {}}');
-SELECT pg_temp.deliver('purge_sms', 'timeout_after_send');
+SELECT is((SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('purge-unknown', pg_temp.owner_of('purge-unknown'),
+             pg_temp.version_of('purge-unknown'), '{"type": "purge_sms", "target": "ana", "payload": {}}')),
+          1, 'unknown: one effect');
+SELECT is(pg_temp.deliver('purge_sms', 'timeout_after_send'), 'unknown', 'unknown: its effect is unknown');
 UPDATE idemgate.runs SET state = 'failed_terminal' WHERE idempotency_key = 'purge-unknown';
 -- recent: completed just now. working: still processing.
-SELECT idemgate.cas_transition('purge-recent', pg_temp.owner_of('purge-recent'),
-                               pg_temp.version_of('purge-recent'), 'completed') > 0 AS completed;
+SELECT ok(idemgate.cas_transition('purge-recent', pg_temp.owner_of('purge-recent'),
+                                  pg_temp.version_of('purge-recent'), 'completed') > 0, 'recent: completed');
 
 -- Everything but recent was last changed two days ago.
 UPDATE idemgate.runs SET updated_at = now() - interval '2 days' WHERE idempotency_key <> 'purge-recent';
-SELECT idempotency_key, state,
-       (SELECT count(*) FROM idemgate.events e WHERE e.idempotency_key = r.idempotency_key) AS events,
-       (SELECT count(*) FROM idemgate.approvals a WHERE a.idempotency_key = r.idempotency_key) AS approvals,
-       (SELECT string_agg(o.state, ',') FROM idemgate.outbox o WHERE o.idempotency_key = r.idempotency_key) AS effects,
-       (SELECT string_agg(CASE WHEN d.reinjected_at IS NULL THEN 'open' ELSE 'reinjected' END, ',')
-          FROM idemgate.dead_letters d WHERE d.idempotency_key = r.idempotency_key) AS dead_letters
-  FROM idemgate.runs r ORDER BY 1;
+SELECT results_eq($$SELECT idempotency_key, state,
+                           (SELECT count(*) FROM idemgate.events e WHERE e.idempotency_key = r.idempotency_key),
+                           (SELECT count(*) FROM idemgate.approvals a WHERE a.idempotency_key = r.idempotency_key),
+                           (SELECT string_agg(o.state, ',') FROM idemgate.outbox o WHERE o.idempotency_key = r.idempotency_key),
+                           (SELECT string_agg(CASE WHEN d.reinjected_at IS NULL THEN 'open' ELSE 'reinjected' END, ',')
+                              FROM idemgate.dead_letters d WHERE d.idempotency_key = r.idempotency_key)
+                      FROM idemgate.runs r ORDER BY 1$$,
+                  $$VALUES ('purge-closed-dl', 'completed', 6::bigint, 0::bigint, NULL::text, 'reinjected'),
+                           ('purge-done', 'completed', 4, 0, 'completed', NULL),
+                           ('purge-open-dl', 'failed_terminal', 2, 0, NULL, 'open'),
+                           ('purge-recent', 'completed', 1, 0, NULL, NULL),
+                           ('purge-rejected', 'failed_terminal', 4, 1, NULL, NULL),
+                           ('purge-unknown', 'failed_terminal', 3, 0, 'unknown', NULL),
+                           ('purge-working', 'processing', 0, 0, NULL, NULL)$$,
+                  'the runs and what belongs to them');
 
 -- purge('1 day') deletes done, rejected and closed-dl with everything that
 -- belongs to them; keeps open-dl (open dead letter), unknown (unsettled
 -- effect), recent (too young) and working (not finished).
-SELECT idemgate.purge('1 day');
-SELECT idempotency_key, state FROM idemgate.runs ORDER BY 1;
-SELECT count(*) AS leftovers FROM (
-  SELECT idempotency_key FROM idemgate.events UNION ALL SELECT idempotency_key FROM idemgate.approvals
-  UNION ALL SELECT idempotency_key FROM idemgate.outbox UNION ALL SELECT idempotency_key FROM idemgate.dead_letters) x
- WHERE idempotency_key IN ('purge-done', 'purge-rejected', 'purge-closed-dl');
-SELECT count(*) AS key_history FROM idemgate.key_history
- WHERE idempotency_key IN ('purge-done', 'purge-rejected', 'purge-closed-dl');
+SELECT is(idemgate.purge('1 day'), 3::bigint, 'purge deletes three runs');
+SELECT results_eq($$SELECT idempotency_key, state FROM idemgate.runs ORDER BY 1$$,
+                  $$VALUES ('purge-open-dl', 'failed_terminal'), ('purge-recent', 'completed'),
+                           ('purge-unknown', 'failed_terminal'), ('purge-working', 'processing')$$,
+                  'open-dl, recent, unknown and working are kept');
+SELECT is_empty($$SELECT idempotency_key FROM (
+                     SELECT idempotency_key FROM idemgate.events UNION ALL SELECT idempotency_key FROM idemgate.approvals
+                     UNION ALL SELECT idempotency_key FROM idemgate.outbox UNION ALL SELECT idempotency_key FROM idemgate.dead_letters) x
+                   WHERE idempotency_key IN ('purge-done', 'purge-rejected', 'purge-closed-dl')$$,
+                'nothing of the purged runs is left');
+SELECT is_empty($$SELECT * FROM idemgate.key_history
+                   WHERE idempotency_key IN ('purge-done', 'purge-rejected', 'purge-closed-dl')$$, 'nor in key_history');
 -- The purge is audited (counts only, no keys), and the dead letter of
 -- open-dl is intact.
-SELECT kind, actor IS NOT NULL AS has_actor, details FROM idemgate.events WHERE kind = 'purged';
-SELECT payload, error_class FROM idemgate.dead_letters WHERE idempotency_key = 'purge-open-dl';
+SELECT results_eq($$SELECT kind, actor IS NOT NULL, details FROM idemgate.events WHERE kind = 'purged'$$,
+                  $$VALUES ('purged', true, '{"runs": 3, "events": 14, "effects": 1, "approvals": 1, "older_than": "@ 1 day",
+                                              "dead_letters": 1}'::jsonb)$$,
+                  'the purge is audited with counts only');
+SELECT results_eq($$SELECT payload, error_class FROM idemgate.dead_letters WHERE idempotency_key = 'purge-open-dl'$$,
+                  $$VALUES ('{"email": "ana@example.com"}'::jsonb, 'model')$$, 'the open dead letter is intact');
 -- Nothing left to purge: 0, and that call is audited too.
-SELECT idemgate.purge('1 day');
-SELECT count(*) FROM idemgate.events WHERE kind = 'purged';
+SELECT is(idemgate.purge('1 day'), 0::bigint, 'nothing left to purge');
+SELECT is((SELECT count(*) FROM idemgate.events WHERE kind = 'purged'), 2::bigint, 'that call is audited too');
 -- A longer bound keeps more: nothing is older than 3 days.
-SELECT idemgate.purge('3 days');
+SELECT is(idemgate.purge('3 days'), 0::bigint, 'nothing is older than 3 days');
 
 -- Open dead letters stay until an operator purges them; then their run goes
 -- with the next purge.
 UPDATE idemgate.dead_letters SET dead_at = now() - interval '2 days';
-SELECT idemgate.purge_dead_letters('3 days'), idemgate.purge_dead_letters('1 day');
-SELECT kind, details FROM idemgate.events WHERE kind = 'dead_letters_purged' ORDER BY id;
-SELECT idemgate.purge('1 day');
-SELECT idempotency_key, state FROM idemgate.runs ORDER BY 1;
-ROLLBACK;
+SELECT results_eq($$SELECT idemgate.purge_dead_letters('3 days'), idemgate.purge_dead_letters('1 day')$$,
+                  $$VALUES (0::bigint, 1::bigint)$$, 'purge_dead_letters: none older than 3 days, one older than 1 day');
+SELECT results_eq($$SELECT kind, details FROM idemgate.events WHERE kind = 'dead_letters_purged' ORDER BY id$$,
+                  $$VALUES ('dead_letters_purged', '{"older_than": "@ 3 days", "dead_letters": 0}'::jsonb),
+                           ('dead_letters_purged', '{"older_than": "@ 1 day", "dead_letters": 1}'::jsonb)$$,
+                  'both calls audited');
+SELECT is(idemgate.purge('1 day'), 1::bigint, 'then open-dl goes with the next purge');
+SELECT results_eq($$SELECT idempotency_key, state FROM idemgate.runs ORDER BY 1$$,
+                  $$VALUES ('purge-recent', 'completed'), ('purge-unknown', 'failed_terminal'), ('purge-working', 'processing')$$,
+                  'recent, unknown and working are left');
 
 -- Bad arguments.
-SELECT a, pg_temp.sqlstate_of(q) FROM (VALUES
-  ('purge NULL', 'SELECT idemgate.purge(NULL)'),
-  ('purge 0', 'SELECT idemgate.purge(''0'')'),
-  ('purge negative', 'SELECT idemgate.purge(''-1 day'')'),
-  ('purge_dead_letters NULL', 'SELECT idemgate.purge_dead_letters(NULL)'),
-  ('purge_dead_letters 0', 'SELECT idemgate.purge_dead_letters(''0 s'')')
-) AS t(a, q);
+SELECT throws_ok(q, code, m, a) FROM (VALUES
+  ('purge NULL', 'SELECT idemgate.purge(NULL)', '22004', 'argument "older_than" must not be NULL'),
+  ('purge 0', 'SELECT idemgate.purge(''0'')', '22023', 'argument "older_than" must be greater than 0 s and at most 3153600000 s'),
+  ('purge negative', 'SELECT idemgate.purge(''-1 day'')', '22023', 'argument "older_than" must be greater than 0 s and at most 3153600000 s'),
+  ('purge_dead_letters NULL', 'SELECT idemgate.purge_dead_letters(NULL)', '22004', 'argument "older_than" must not be NULL'),
+  ('purge_dead_letters 0', 'SELECT idemgate.purge_dead_letters(''0 s'')', '22023',
+   'argument "older_than" must be greater than 0 s and at most 3153600000 s')
+) AS t(a, q, code, m);
 
 -- Privileges: operators only.
 CREATE ROLE purge_reader;
 CREATE ROLE purge_operator;
-SELECT idemgate.grant_role('purge_reader', 'reader');
-SELECT idemgate.grant_role('purge_operator', 'operator');
-SELECT r, has_function_privilege(r, 'idemgate.purge(interval)', 'EXECUTE') AS purge,
-       has_function_privilege(r, 'idemgate.purge_dead_letters(interval)', 'EXECUTE') AS purge_dead_letters
-  FROM (VALUES ('purge_reader'), ('purge_operator')) AS t(r);
-SET ROLE purge_reader;
-SELECT pg_temp.sqlstate_of('SELECT idemgate.purge(''1 day'')');
-RESET ROLE;
-SELECT idemgate.revoke_role('purge_reader', 'reader');
-SELECT idemgate.revoke_role('purge_operator', 'operator');
-DROP ROLE purge_reader;
-DROP ROLE purge_operator;
+SELECT idemgate.grant_role('purge_reader', 'reader'), idemgate.grant_role('purge_operator', 'operator') \g /dev/null
+SELECT function_privs_are('idemgate', f, ARRAY['interval'], r, p, r || ' on ' || f) FROM (VALUES
+  ('purge_reader', 'purge', ARRAY[]::text[]), ('purge_reader', 'purge_dead_letters', ARRAY[]::text[]),
+  ('purge_operator', 'purge', ARRAY['EXECUTE']), ('purge_operator', 'purge_dead_letters', ARRAY['EXECUTE'])
+) AS t(r, f, p);
+SELECT throws_ok($$SELECT pg_temp.as_role('purge_reader', 'SELECT idemgate.purge(''1 day'')')$$, '42501',
+                 'permission denied for function purge', 'a reader may not purge');
+
+SELECT * FROM finish();
+ROLLBACK;
