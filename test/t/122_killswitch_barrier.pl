@@ -95,7 +95,7 @@ $w = flips(100,
 diag("type pause: $total requests, $loaded of 100 pauses had a request start in the 100 ms before; "
 	  . "$late requests started after a pause had committed ($flips_late pauses), "
 	  . "$amb started while the pause call was in progress");
-cmp_ok($loaded, '>=', 50, 'the pauses happened under load');
+cmp_ok($loaded, '>=', 20, 'the pauses happened under load');
 is($late, 0, 'no request of the paused type started after the pause committed');
 
 # 3. Held, not lost: everything goes out exactly once, no attempt wasted.
