@@ -134,7 +134,7 @@ idemgate_cancel_effect(PG_FUNCTION_ARGS)
 	DetailsText(&details, "previous_state", state);
 	DetailsText(&details, "reason", reason);
 	RecordEvent(key, effect_id, "effect_cancelled", actor, DetailsFinish(&details));
-	CompleteRunIfDone(key, actor);
+	CompleteRunIfDone(key);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text("cancelled"));
 }

@@ -390,7 +390,7 @@ idemgate_resolve_effect(PG_FUNCTION_ARGS)
 	DetailsText(&details, "note", note);
 	RecordEvent(key, effect_id, "effect_resolved", actor, DetailsFinish(&details));
 	if (delivered)
-		CompleteRunIfDone(key, actor);
+		CompleteRunIfDone(key);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(new_state));
 }

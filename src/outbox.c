@@ -126,7 +126,10 @@ static SavedStatement claim_stmt = {
 /*
  * Completing effects, one statement for a whole batch: each effect of $1
  * still held by its owner (same position in $2) becomes completed with its
- * provider id and status ($3, $4), and gets its effect_completed event.
+ * provider id and status ($3, $4). The row itself is the record of the
+ * delivery (state, provider_id, last_status, attempts, updated_at: a
+ * completed effect never changes again); idemgate.key_history shows it as
+ * an effect_completed entry, so no event row is written (issue 12).
  * effect_id = ANY keeps this an index scan of outbox_pkey whatever plan
  * the plan cache picks; "IS TRUE" hides the state test from the planner,
  * which would otherwise AND in a scan of the whole outbox_sending_idx
@@ -145,13 +148,7 @@ static SavedStatement complete_stmt = {
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($1)"
 	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
 	"   AND o.lease_owner OPERATOR(pg_catalog.=) ($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
-	" RETURNING o.effect_id, o.idempotency_key, o.attempts, o.provider_id, o.last_status"
-	"), ev AS ("
-	" INSERT INTO idemgate.events (idempotency_key, effect_id, kind, details)"
-	" SELECT d.idempotency_key, d.effect_id, 'effect_completed',"
-	"        pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-	"          'provider_id', d.provider_id, 'status', d.last_status, 'attempt', d.attempts))"
-	" FROM done d"
+	" RETURNING o.effect_id, o.idempotency_key"
 	"), locked AS ("
 	" SELECT r.idempotency_key FROM idemgate.runs r"
 	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.idempotency_key FROM done d))"
@@ -199,8 +196,11 @@ static SavedStatement dead_letter_target_stmt = {
  * here. Then, in a fresh snapshot taken after the locks (so the sibling's
  * commit is seen), complete those with no open effect, storing
  * {"effects": [...]} when the run has no result of its own (NULL, or the
- * failure record fail() left before the run was recovered: SPEC §13), and
- * write the state_changed events SetRunState would.
+ * failure record fail() left before the run was recovered: SPEC §13). The
+ * run row records this change itself (a run with effects only ever
+ * completes here, and a completed run never changes again):
+ * idemgate.key_history shows it as a state_changed entry, so no event row
+ * is written (issue 12).
  */
 static SavedStatement lock_runs_stmt = {
 	"SELECT r.idempotency_key FROM idemgate.runs r"
@@ -211,8 +211,7 @@ static SavedStatement lock_runs_stmt = {
 };
 
 static SavedStatement complete_runs_stmt = {
-	"WITH fin AS ("
-	" UPDATE idemgate.runs r"
+	"UPDATE idemgate.runs r"
 	" SET state = 'completed', version = r.version OPERATOR(pg_catalog.+) 1,"
 	"     updated_at = pg_catalog.now(),"
 	"     result = CASE WHEN r.result IS NULL"
@@ -229,14 +228,8 @@ static SavedStatement complete_runs_stmt = {
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
 	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
-	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))"
-	" RETURNING r.idempotency_key, r.version"
-	")"
-	" INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
-	" SELECT f.idempotency_key, 'state_changed', $2,"
-	"        pg_catalog.jsonb_build_object('from', 'approved', 'to', 'completed', 'version', f.version)"
-	" FROM fin f",
-	2, {TEXTARRAYOID, TEXTOID}, GENERIC_PLAN
+	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
+	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
 static SavedStatement expired_stmt = {
@@ -266,14 +259,9 @@ FindErrorClass(const char *name, bool allow_internal)
  * state than completed or cancelled. Must be called inside SPI.
  */
 static void
-CompleteLockedRuns(Datum keys, const char *actor)
+CompleteLockedRuns(Datum keys)
 {
-	Datum		values[2];
-	char		nulls[2] = {' ', ' '};
-
-	values[0] = keys;
-	SetTextParam(values, nulls, 1, actor);
-	if (ExecSaved(&complete_runs_stmt, values, nulls, false, 0) != SPI_OK_INSERT)
+	if (ExecSaved(&complete_runs_stmt, &keys, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not complete runs");
 }
 
@@ -284,7 +272,7 @@ CompleteLockedRuns(Datum keys, const char *actor)
  * after the effect rows were changed.
  */
 static void
-CompleteRunsIfDone(Datum keys, const char *actor)
+CompleteRunsIfDone(Datum keys)
 {
 	Datum		values[2];
 	Datum	   *locked;
@@ -304,7 +292,7 @@ CompleteRunsIfDone(Datum keys, const char *actor)
 		locked[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
 	}
 	CompleteLockedRuns(PointerGetDatum(construct_array(locked, n, TEXTOID, -1, false,
-													   TYPALIGN_INT)), actor);
+													   TYPALIGN_INT)));
 }
 
 /*
@@ -317,12 +305,11 @@ CompleteRunsIfDone(Datum keys, const char *actor)
  * called inside SPI.
  */
 void
-CompleteRunIfDone(text *key, const char *actor)
+CompleteRunIfDone(text *key)
 {
 	Datum		k = PointerGetDatum(key);
 
-	CompleteRunsIfDone(PointerGetDatum(construct_array(&k, 1, TEXTOID, -1, false, TYPALIGN_INT)),
-					   actor);
+	CompleteRunsIfDone(PointerGetDatum(construct_array(&k, 1, TEXTOID, -1, false, TYPALIGN_INT)));
 }
 
 /* CompleteEffects records n successful deliveries; see outbox.h. */
@@ -384,7 +371,7 @@ CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
 	}
 	if (nkeys > 0)
 		CompleteLockedRuns(PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false,
-														   TYPALIGN_INT)), NULL);
+														   TYPALIGN_INT)));
 	return done;
 }
 

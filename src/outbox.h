@@ -57,6 +57,6 @@ extern int	SettleExpiredLeases(const char *effect_type);
  * effect of it is completed. Must be called inside SPI, after the effect
  * row was changed.
  */
-extern void CompleteRunIfDone(text *key, const char *actor);
+extern void CompleteRunIfDone(text *key);
 
 #endif

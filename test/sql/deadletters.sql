@@ -167,8 +167,8 @@ SELECT results_eq($$SELECT idemgate.complete_effect(effect_id, lease_owner, 'pro
 SELECT results_eq($$SELECT target, state, provider_id FROM idemgate.outbox WHERE idempotency_key = 'deadletters-u' ORDER BY target$$,
                   $$VALUES ('target-1', 'completed', 'prov-77'), ('target-2', 'completed', 'prov-78')$$, 'both completed');
 SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'deadletters-u'), 'completed', 'and the run completes');
-SELECT results_eq($$SELECT kind, actor, details FROM idemgate.events
-                     WHERE idempotency_key = 'deadletters-u' AND kind IN ('effect_resolved', 'state_changed') ORDER BY id$$,
+SELECT bag_eq($$SELECT kind, actor, details FROM idemgate.key_history
+                     WHERE idempotency_key = 'deadletters-u' AND kind IN ('effect_resolved', 'state_changed')$$,
                   $$VALUES ('state_changed', NULL::text, '{"to": "approved", "from": "processing", "version": 1}'::jsonb),
                            ('effect_resolved', 'erin', '{"note": "provider has no record", "delivered": false, "new_state": "pending"}'),
                            ('effect_resolved', 'erin', '{"note": "found in provider dashboard", "delivered": true, "new_state": "completed", "provider_id": "prov-77"}'),

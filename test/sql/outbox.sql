@@ -127,14 +127,24 @@ SELECT results_eq($$SELECT target, state, provider_id, last_status FROM idemgate
                      WHERE idempotency_key = 'outbox-claim-a' ORDER BY target$$,
                   $$VALUES ('target-1', 'completed', 'prov-target-1', 201), ('target-2', 'completed', 'prov-target-2', 201),
                            ('target-3', 'completed', NULL, NULL)$$, 'provider ids and statuses kept');
-SELECT results_eq($$SELECT kind, details - 'version' FROM idemgate.events
-                     WHERE idempotency_key = 'outbox-claim-a' AND kind IN ('effect_completed', 'state_changed') ORDER BY id$$,
+-- the deliveries and the run's completion are recorded by the rows
+-- themselves (issue 12): key_history shows them beside the events
+SELECT bag_eq($$SELECT kind, details - 'version' FROM idemgate.key_history
+                     WHERE idempotency_key = 'outbox-claim-a' AND kind IN ('effect_completed', 'state_changed')$$,
                   $$VALUES ('state_changed', '{"to": "approved", "from": "processing"}'::jsonb),
                            ('effect_completed', '{"status": 201, "attempt": 1, "provider_id": "prov-target-1"}'),
                            ('effect_completed', '{"status": 201, "attempt": 1, "provider_id": "prov-target-2"}'),
                            ('effect_completed', '{"attempt": 1}'),
                            ('state_changed', '{"to": "completed", "from": "approved"}')$$,
                   'audited: each completion, then the run');
+SELECT is((SELECT count(*) FROM idemgate.events
+            WHERE idempotency_key = 'outbox-claim-a' AND kind IN ('effect_completed', 'state_changed')),
+          1::bigint, 'with one event row (the approval), the completions are in the rows');
+SELECT results_eq($$SELECT k.effect_id, k.at FROM idemgate.key_history k
+                     WHERE k.idempotency_key = 'outbox-claim-a' AND k.kind = 'effect_completed' ORDER BY k.effect_id$$,
+                  $$SELECT o.effect_id, o.updated_at FROM idemgate.outbox o
+                     WHERE o.idempotency_key = 'outbox-claim-a' ORDER BY o.effect_id$$,
+                  'each delivery entry names its effect and when it completed');
 
 -- fail_effect: the outcome of each error class, without an endpoint
 -- (default: unknown for classes where the send may have happened) and with
