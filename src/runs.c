@@ -43,6 +43,7 @@
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
+#include "run_insert.h"
 #include "runs.h"
 #include "spi_util.h"
 
@@ -300,13 +301,32 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	Datum		values[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		lookup[1];
+	NewRun		run = {key, workflow, hash, payload, owner ? owner : RandomUuid(),
+	lease, replaces_key};
+
+	/* A new key is inserted without the statement (src/run_insert.c). */
+	if (InsertNewRun(&run))
+	{
+		out->outcome = "claimed";
+		out->values[1] = PointerGetDatum(key);
+		out->nulls[1] = false;
+		out->values[2] = CStringGetTextDatum("processing");
+		out->nulls[2] = false;
+		out->values[3] = UUIDPGetDatum(run.owner);
+		out->nulls[3] = false;
+		out->values[4] = Int64GetDatum(0);
+		out->nulls[4] = false;
+		out->values[5] = (Datum) 0;
+		out->nulls[5] = true;
+		return;
+	}
 
 	values[0] = PointerGetDatum(key);
 	values[1] = PointerGetDatum(workflow);
 	nulls[1] = workflow ? ' ' : 'n';
 	values[2] = PointerGetDatum(hash);
 	values[3] = JsonbPGetDatum(payload);
-	values[4] = UUIDPGetDatum(owner ? owner : RandomUuid());
+	values[4] = UUIDPGetDatum(run.owner);
 	values[5] = IntervalPGetDatum(lease);
 	values[6] = PointerGetDatum(replaces_key);
 	nulls[6] = replaces_key ? ' ' : 'n';

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# bench/claim/instructions.sh — CPU instructions per claim, counted by
+# callgrind: deterministic, unlike tps on a shared machine.
+#
+# Starts a throwaway cluster under valgrind --tool=callgrind (every backend
+# forked by the postmaster is counted, collection on inside PostgresMain
+# only), then runs each script with pgbench -M prepared -c 1 twice, N1 and
+# N2 transactions on a fresh connection each; (cost(N2) - cost(N1)) /
+# (N2 - N1) is the instruction count of one transaction without connection
+# start-up and first-use planning. Prints them side by side and the ratio
+# baseline / script (the throughput ratio a CPU-bound run would reach).
+# Run as root after `make install`; keeps the callgrind files in KEEP when set
+# (callgrind_annotate them to see where the instructions go).
+#   N1=500 N2=5500 SCRIPTS="baseline.sql claim.sql baseline_dup.sql claim_dup.sql" KEEP=/tmp/cg
+set -euo pipefail
+N1=${N1:-500}
+N2=${N2:-5500}
+SCRIPTS=${SCRIPTS:-baseline.sql claim.sql baseline_dup.sql claim_dup.sql}
+here=$(cd "$(dirname "$0")" && pwd)
+bindir=$(pg_config --bindir)
+work=$(mktemp -d /tmp/idemgate-bench-instr.XXXXXX)
+chown postgres "$work"
+port=${PORT:-55433}
+as_pg() { runuser -u postgres -- "$@"; }
+cleanup() {
+	as_pg "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
+	if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$work"/cg.* "$KEEP"/ 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+as_pg "$bindir/initdb" -D "$work/data" -A trust >/dev/null
+cat >> "$work/data/postgresql.conf" <<CONF
+port = $port
+unix_socket_directories = '$work'
+listen_addresses = ''
+shared_preload_libraries = 'idemgate'
+idemgate.dispatchers = 0
+autovacuum = off
+shared_buffers = 256MB
+max_wal_size = 4GB
+synchronous_commit = off
+CONF
+as_pg "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
+psql_() { as_pg "$bindir/psql" -h "$work" -p "$port" -X -q -v ON_ERROR_STOP=1 "$@"; }
+psql_ -d postgres -c "CREATE DATABASE bench"
+psql_ -d bench -c "CREATE EXTENSION idemgate" \
+      -c "CREATE TABLE bench_runs (LIKE idemgate.runs INCLUDING DEFAULTS, PRIMARY KEY (idempotency_key))"
+psql_ -d bench <<'SQL'
+SELECT count(*) FROM generate_series(1, 100000) g,
+  LATERAL idemgate.claim('dup-' || g,
+    '{"order": 4471, "customer": "ACME", "amount": 129.5, "lines": [1, 2, 3]}'::jsonb, '1 hour') c;
+INSERT INTO bench_runs (idempotency_key, state, payload_hash, payload, lease_owner, lease_expires_at, lease_started_at)
+SELECT 'dup-' || g, 'processing',
+       sha256(convert_to('{"order": 4471, "customer": "ACME", "amount": 129.5, "lines": [1, 2, 3]}'::jsonb::text, 'UTF8')),
+       '{"order": 4471, "customer": "ACME", "amount": 129.5, "lines": [1, 2, 3]}', gen_random_uuid(),
+       now() + interval '1 hour', now()
+FROM generate_series(1, 100000) g;
+VACUUM ANALYZE;
+CHECKPOINT;
+SQL
+[ -n "${SETUP_SQL:-}" ] && psql_ -d bench -c "$SETUP_SQL"
+cp "$here"/*.sql "$work"/ && chown postgres "$work"/*.sql
+as_pg "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null
+
+# The same cluster, now under callgrind.
+as_pg bash -c "cd '$work' && exec valgrind --tool=callgrind --quiet --collect-atstart=no \
+	--toggle-collect=PostgresMain --callgrind-out-file='$work/cg.%p' \
+	'$bindir/postgres' -D '$work/data' >'$work/vlog' 2>&1" &
+for _ in $(seq 300); do
+	as_pg "$bindir/pg_isready" -q -h "$work" -p "$port" -d postgres && break
+	sleep 1
+done
+
+cost() {	# cost SCRIPT N → instructions of that backend
+	as_pg "$bindir/pgbench" -h "$work" -p "$port" -n -M prepared -c 1 -t "$2" -f "$work/$1" bench \
+		>"$work/pgbench.out" 2>&1 || { cat "$work/pgbench.out"; exit 1; }
+	sleep 2	# the backend writes its file on exit
+	local f
+	f=$(ls -t "$work"/cg.* | head -1)
+	awk '/^summary:/ { print $2 }' "$f" | tail -1
+	mv "$f" "$f.$1.$2"
+}
+
+printf '%-18s %14s\n' script "instr/call"
+declare -A per
+for s in $SCRIPTS; do
+	a=$(cost "$s" "$N1")
+	b=$(cost "$s" "$N2")
+	per[$s]=$(( (b - a) / (N2 - N1) ))
+	printf '%-18s %14s\n' "$s" "${per[$s]}"
+done
+for pair in "baseline.sql claim.sql" "baseline_dup.sql claim_dup.sql"; do
+	set -- $pair
+	if [ -n "${per[$1]:-}" ] && [ -n "${per[$2]:-}" ]; then
+		awk -v b="${per[$1]}" -v c="${per[$2]}" -v n="$2" \
+			'BEGIN { printf "%s: %.3f of the baseline'\''s instructions → CPU-bound ratio %.3f\n", n, c / b, b / c }'
+	fi
+done
