@@ -13,19 +13,46 @@
 #include <openssl/rand.h>
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 
 #include "crypto.h"
 
-/* Sha256 writes the SHA-256 digest of data into digest (32 bytes). */
+/*
+ * Sha256 writes the SHA-256 digest of data into digest (32 bytes). The
+ * digest method and context are made once per process and reused: with
+ * OpenSSL 3, EVP_Digest() fetches the method and allocates a context on
+ * every call, which cost more than hashing a payload (claim hashes each).
+ */
 void
 Sha256(const void *data, size_t len, uint8 *digest)
 {
+	static const EVP_MD *md = NULL;
+	static EVP_MD_CTX *ctx = NULL;
 	unsigned int outlen = 0;
 
-	if (EVP_Digest(data, len, digest, &outlen, EVP_sha256(), NULL) != 1 ||
+	if (ctx == NULL)
+	{
+		EVP_MD_CTX *c = EVP_MD_CTX_new();
+
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+		if (md == NULL)
+			md = EVP_MD_fetch(NULL, "SHA256", NULL);
+#else
+		md = EVP_sha256();
+#endif
+		if (c == NULL || md == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not set up SHA-256: %s",
+							ERR_reason_error_string(ERR_get_error()))));
+		ctx = c;
+	}
+	if (EVP_DigestInit_ex(ctx, md, NULL) != 1 ||
+		EVP_DigestUpdate(ctx, data, len) != 1 ||
+		EVP_DigestFinal_ex(ctx, digest, &outlen) != 1 ||
 		outlen != IDEMGATE_SHA256_LEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
@@ -70,13 +97,29 @@ RandomBytes(uint8 *buf, int len)
 						ERR_reason_error_string(ERR_get_error()))));
 }
 
-/* RandomUuid returns a fresh version 4 UUID. */
+/*
+ * RandomUuid returns a fresh version 4 UUID. Its bytes come from a buffer
+ * filled by OpenSSL's CSPRNG 64 UUIDs at a time (one RAND_bytes call cost
+ * as much as the rest of a claim's C code); the buffer belongs to the
+ * process that filled it, so a forked child never reuses its parent's.
+ */
 pg_uuid_t *
 RandomUuid(void)
 {
+	static uint8 pool[64 * UUID_LEN];
+	static int	used = sizeof(pool);
+	static int	pool_pid = 0;
 	pg_uuid_t  *uuid = palloc(sizeof(pg_uuid_t));
 
-	RandomBytes(uuid->data, UUID_LEN);
+	if (used >= (int) sizeof(pool) || pool_pid != MyProcPid)
+	{
+		RandomBytes(pool, sizeof(pool));
+		used = 0;
+		pool_pid = MyProcPid;
+	}
+	memcpy(uuid->data, pool + used, UUID_LEN);
+	explicit_bzero(pool + used, UUID_LEN);
+	used += UUID_LEN;
 	uuid->data[6] = (uuid->data[6] & 0x0f) | 0x40;	/* version 4 */
 	uuid->data[8] = (uuid->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
 	return uuid;
