@@ -11,28 +11,11 @@
 # Run as root after `make install`.  N=50000
 set -euo pipefail
 N=${N:-50000}
-bindir=$(pg_config --bindir)
-work=$(mktemp -d /tmp/idemgate-bench-storage.XXXXXX)
-chown postgres "$work"
-port=${PORT:-55436}
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() { as_pg "$bindir/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
-as_pg "$bindir/initdb" -D "$work/data" -A trust >/dev/null
-cat >> "$work/data/postgresql.conf" <<CONF
-port = $port
-unix_socket_directories = '$work'
-listen_addresses = ''
-shared_preload_libraries = 'idemgate'
-idemgate.dispatchers = 0
-shared_buffers = 256MB
-max_wal_size = 4GB
-synchronous_commit = off
-autovacuum = off
-CONF
-as_pg "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
-psql_() { as_pg "$bindir/psql" -h "$work" -p "$port" -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-psql_ -d postgres -c "CREATE DATABASE bench"
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/../lib.sh"
+psql_() { bench_psql -A -t "$@"; }
+bench_cluster storage 55436 "synchronous_commit = off" "autovacuum = off"
 psql_ -d bench <<'SQL'
 CREATE EXTENSION idemgate;
 SELECT idemgate.set_actions_enabled(true, 'bench', 'storage');
