@@ -72,7 +72,7 @@ SELECT results_eq($$SELECT state, result -> 'effects' IS NOT NULL FROM idemgate.
                   $$VALUES ('completed', true)$$, 'the run completes, with its effects result');
 SELECT is_empty($$SELECT id FROM idemgate.dead_letters WHERE idempotency_key = 'cx-1'$$, 'still no dead letter');
 -- Purge treats cancelled as settled: the finished run goes.
-UPDATE idemgate.runs SET updated_at = now() - interval '2 days' WHERE idempotency_key = 'cx-1';
+UPDATE idemgate.runs SET updated_at = now() - interval '2 days', created_at = now() - interval '2 days' WHERE idempotency_key = 'cx-1';
 SELECT ok(idemgate.purge('1 day') >= 1, 'purge takes the finished run');
 SELECT is_empty($$SELECT effect_id FROM idemgate.outbox WHERE idempotency_key = 'cx-1'$$, 'nothing left behind');
 

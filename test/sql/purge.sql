@@ -82,7 +82,8 @@ SELECT ok(idemgate.cas_transition('purge-recent', pg_temp.owner_of('purge-recent
                                   pg_temp.version_of('purge-recent'), 'completed') > 0, 'recent: completed');
 
 -- Everything but recent was last changed two days ago.
-UPDATE idemgate.runs SET updated_at = now() - interval '2 days' WHERE idempotency_key <> 'purge-recent';
+UPDATE idemgate.runs SET updated_at = now() - interval '2 days', created_at = now() - interval '3 days'
+ WHERE idempotency_key <> 'purge-recent';
 SELECT results_eq($$SELECT idempotency_key, state,
                            (SELECT count(*) FROM idemgate.events e WHERE e.idempotency_key = r.idempotency_key),
                            (SELECT count(*) FROM idemgate.approvals a WHERE a.idempotency_key = r.idempotency_key),
