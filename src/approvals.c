@@ -371,7 +371,6 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 		int64		new_version;
 		bool		isnull;
 		Datum		expires_at;
-		EventDetails info;
 		EventDetails details;
 
 		if (strcmp(run.state, "processing") != 0)
@@ -385,11 +384,9 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 		token = Base64UrlEncode(raw, sizeof(raw));
 		explicit_bzero(raw, sizeof(raw));
 
-		DetailsInit(&info);
-		DetailsText(&info, "approval_id",
-					DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(approval_id))));
-		new_version = SetRunState(key, "processing", "awaiting_human", NULL, false,
-								  requested_by, DetailsFinish(&info));
+		/* One event: the request and the state change it makes. */
+		DetailsInit(&details);
+		new_version = MoveRunState(key, "processing", "awaiting_human", NULL, false, &details);
 
 		values[0] = UUIDPGetDatum(approval_id);
 		values[1] = PointerGetDatum(key);
@@ -407,7 +404,6 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 			elog(ERROR, "could not insert approval");
 		expires_at = GetResultDatum(0, 1, &isnull);
 
-		DetailsInit(&details);
 		DetailsText(&details, "approval_id",
 					DatumGetCString(DirectFunctionCall1(uuid_out, values[0])));
 		DetailsText(&details, "expires_at", TimestampJson(expires_at));
@@ -547,7 +543,6 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 			float8		wait_seconds;
 			char	   *approval_text = DatumGetCString(DirectFunctionCall1(uuid_out,
 																			UUIDPGetDatum(approval_id)));
-			EventDetails info;
 			EventDetails details;
 
 			values[3] = UUIDPGetDatum(approval_id);
@@ -556,13 +551,12 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 				elog(ERROR, "locked approval could not be consumed");
 			wait_seconds = DatumGetFloat8(GetResultDatum(0, 1, &isnull));
 
-			DetailsInit(&info);
-			DetailsText(&info, "approval_id", approval_text);
+			/* One event: the decision and the state change it makes. */
+			DetailsInit(&details);
 			if (strcmp(outcome, "approved") == 0)
 			{
-				SetRunState(key, "awaiting_human", "approved", NULL, false, approver,
-							DetailsFinish(&info));
-				row[2] = PointerGetDatum(InsertEffects(key, effects, false, approver));
+				MoveRunState(key, "awaiting_human", "approved", NULL, false, &details);
+				row[2] = PointerGetDatum(InsertEffects(key, effects, false, approver, NULL));
 			}
 			else
 			{
@@ -572,12 +566,11 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 				DetailsText(&result, "decision", "reject");
 				DetailsText(&result, "approver", approver);
 				DetailsText(&result, "reason", reason);
-				SetRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
-							false, approver, DetailsFinish(&info));
+				MoveRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
+							 false, &details);
 				row[2] = PointerGetDatum(construct_empty_array(UUIDOID));
 			}
 
-			DetailsInit(&details);
 			DetailsText(&details, "approval_id", approval_text);
 			DetailsText(&details, "decision", decision_str);
 			DetailsJsonb(&details, "wait_seconds", JsonbNumber(psprintf("%.3f", wait_seconds)));
@@ -619,7 +612,6 @@ ExpireApprovals(void)
 		Jsonb	   *payload;
 		int32		failures;
 		EventDetails result;
-		EventDetails info;
 		EventDetails details;
 
 		runkey[0] = PointerGetDatum(key);
@@ -641,15 +633,14 @@ ExpireApprovals(void)
 		DetailsText(&result, "error_class", "approval_expired");
 		DetailsText(&result, "approval_id", approval_text);
 		DetailsText(&result, "expires_at", expires_text);
-		DetailsInit(&info);
-		DetailsText(&info, "approval_id", approval_text);
-		SetRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result), true,
-					NULL, DetailsFinish(&info));
+		/* One event: the expiry and the state change it makes. */
+		DetailsInit(&details);
+		MoveRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result), true,
+					 &details);
 		RecordDeadLetter("run", key, NULL, NULL, payload, "approval_expired",
 						 psprintf("approval %s expired undecided at %s", approval_text, expires_text),
 						 failures);
 
-		DetailsInit(&details);
 		DetailsText(&details, "approval_id", approval_text);
 		DetailsText(&details, "expires_at", expires_text);
 		RecordEvent(key, NULL, "approval_expired", NULL, DetailsFinish(&details));

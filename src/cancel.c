@@ -190,7 +190,6 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	{
 		char	   *approval_text = UuidString(approval_id);
 		EventDetails result;
-		EventDetails info;
 		EventDetails details;
 
 		values[1] = CStringGetTextDatum(actor);
@@ -202,12 +201,11 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 		DetailsText(&result, "decision", "cancelled");
 		DetailsText(&result, "cancelled_by", actor);
 		DetailsText(&result, "reason", reason);
-		DetailsInit(&info);
-		DetailsText(&info, "approval_id", approval_text);
-		SetRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
-					false, actor, DetailsFinish(&info));
-
+		/* One event: the cancellation and the state change it makes. */
 		DetailsInit(&details);
+		MoveRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
+					 false, &details);
+
 		DetailsText(&details, "approval_id", approval_text);
 		DetailsText(&details, "reason", reason);
 		RecordEvent(key, NULL, "approval_cancelled", actor, DetailsFinish(&details));

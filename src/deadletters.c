@@ -179,7 +179,6 @@ ReinjectRun(int64 id, text *key, const char *actor, bool raise)
 	Datum		values[1];
 	bool		isnull;
 	char	   *state;
-	EventDetails info;
 	EventDetails details;
 
 	values[0] = PointerGetDatum(key);
@@ -191,13 +190,11 @@ ReinjectRun(int64 id, text *key, const char *actor, bool raise)
 	if (strcmp(state, "failed_terminal") != 0)
 		return Refuse(raise, id, psprintf("its run is %s, not failed_terminal", state));
 
-	DetailsInit(&info);
-	DetailsInt(&info, "dead_letter_id", id);
-	SetRunState(key, "failed_terminal", "failed_retryable", NULL, false, actor,
-				DetailsFinish(&info));
+	/* One event: the reinjection and the state change it makes. */
+	DetailsInit(&details);
+	MoveRunState(key, "failed_terminal", "failed_retryable", NULL, false, &details);
 	if (ExecSaved(&reset_failures_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not reset run failures");
-	DetailsInit(&details);
 	DetailsInt(&details, "dead_letter_id", id);
 	RecordEvent(key, NULL, "run_reinjected", actor, DetailsFinish(&details));
 	return REINJECT_DONE;

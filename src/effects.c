@@ -273,14 +273,15 @@ ValidateEffects(Jsonb *effects, const char *argname)
 
 /* InsertEffects inserts the effects of run key; see effects.h. */
 ArrayType *
-InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor)
+InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor,
+			  EventDetails *details)
 {
 	ParsedEffect *parsed;
 	int			n = ParseEffects(effects, "effects", &parsed);
 	Datum	   *ids = palloc(sizeof(Datum) * n);
 	int			inserted = 0;
 	StringInfoData idlist;
-	EventDetails details;
+	EventDetails own_details;
 
 	initStringInfo(&idlist);
 	appendStringInfoChar(&idlist, '[');
@@ -318,13 +319,17 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor)
 	}
 	appendStringInfoChar(&idlist, ']');
 
-	DetailsInit(&details);
-	DetailsJsonb(&details, "effect_ids",
+	if (details == NULL)
+	{
+		DetailsInit(&own_details);
+		details = &own_details;
+	}
+	DetailsJsonb(details, "effect_ids",
 				 DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(idlist.data))));
-	DetailsBool(&details, "automatic", automatic);
-	DetailsInt(&details, "count", n);
-	DetailsInt(&details, "inserted", inserted);
-	RecordEvent(key, NULL, "effects_enqueued", actor, DetailsFinish(&details));
+	DetailsBool(details, "automatic", automatic);
+	DetailsInt(details, "count", n);
+	DetailsInt(details, "inserted", inserted);
+	RecordEvent(key, NULL, "effects_enqueued", actor, DetailsFinish(details));
 
 	if (inserted > 0)
 		WakeDispatcherAtCommit();
@@ -414,6 +419,8 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	}
 	else if (run.found && run.owned)
 	{
+		EventDetails details;
+
 		if (strcmp(run.state, "processing") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
@@ -423,9 +430,11 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 					 strcmp(run.state, "awaiting_human") == 0 ?
 					 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
 					 errhint("The effects of this run were already decided; stop here.")));
-		row[1] = Int64GetDatum(SetRunState(key, "processing", "approved", NULL, false,
-										   NULL, NULL));
-		row[0] = PointerGetDatum(InsertEffects(key, effects, true, NULL));
+		/* One event: the enqueue and the state change it makes. */
+		DetailsInit(&details);
+		row[1] = Int64GetDatum(MoveRunState(key, "processing", "approved", NULL, false,
+											&details));
+		row[0] = PointerGetDatum(InsertEffects(key, effects, true, NULL, &details));
 		rownulls[0] = rownulls[1] = false;
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);

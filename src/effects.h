@@ -14,6 +14,8 @@
 #include "utils/array.h"
 #include "utils/jsonb.h"
 
+#include "events.h"
+
 /*
  * ValidateEffects checks that effects is one effect object or a non-empty
  * array of them, each {"type": non-empty text, "target": non-empty text,
@@ -27,11 +29,12 @@ extern int	ValidateEffects(Jsonb *effects, const char *argname);
  * InsertEffects validates effects and inserts each into idemgate.outbox for
  * run key; an effect whose (key, type, target) is already there is not
  * inserted again. Returns every effect id (existing ones too) in input
- * order as a uuid[], writes an effects_enqueued event and asks for the
+ * order as a uuid[], writes an effects_enqueued event (with details, when
+ * given, in it: the state change of the enqueue) and asks for the
  * dispatcher to be woken at commit. The caller holds the run's row lock.
  * Must be called inside SPI; the array lives in the current context.
  */
 extern ArrayType *InsertEffects(text *key, Jsonb *effects, bool automatic,
-								const char *actor);
+								const char *actor, EventDetails *details);
 
 #endif

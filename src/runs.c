@@ -214,21 +214,20 @@ LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run)
 }
 
 /*
- * SetRunState moves a locked run to to_state, bumps its version, stores
- * result when given, counts a failure when asked, and writes the
- * state_changed event (with the caller's model identity when the result
- * names one). Returns the new version.
+ * MoveRunState moves a locked run to to_state, bumps its version, stores
+ * result when given and counts a failure when asked. It adds the change to
+ * details (from, to, the new version, and the caller's model identity when
+ * the result names one): the caller records them in the one event of its
+ * action, so each state change is one event row. Returns the new version.
  */
 int64
-SetRunState(text *key, const char *from_state, const char *to_state,
-			Jsonb *result, bool count_failure, const char *actor,
-			Jsonb *extra_details)
+MoveRunState(text *key, const char *from_state, const char *to_state,
+			 Jsonb *result, bool count_failure, EventDetails *details)
 {
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	bool		isnull;
 	int64		version;
-	EventDetails details;
 
 	/* The rule the runs_state_check constraint used to enforce (1.0). */
 	if (!IsRunState(to_state))
@@ -243,10 +242,9 @@ SetRunState(text *key, const char *from_state, const char *to_state,
 		elog(ERROR, "could not update run state");
 	version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
 
-	DetailsInit(&details);
-	DetailsText(&details, "from", from_state);
-	DetailsText(&details, "to", to_state);
-	DetailsInt(&details, "version", version);
+	DetailsText(details, "from", from_state);
+	DetailsText(details, "to", to_state);
+	DetailsInt(details, "version", version);
 	if (result != NULL)
 	{
 		/* Only the identity fields of a result are audited, never its body. */
@@ -258,10 +256,28 @@ SetRunState(text *key, const char *from_state, const char *to_state,
 														 strlen(audited[i]), NULL);
 
 			if (v != NULL && v->type == jbvString)
-				DetailsText(&details, audited[i],
+				DetailsText(details, audited[i],
 							pnstrdup(v->val.string.val, v->val.string.len));
 		}
 	}
+	return version;
+}
+
+/*
+ * SetRunState is MoveRunState for a change that is the whole action
+ * (cas_transition, fail, reinject): it writes a state_changed event, with
+ * extra_details under "info". Returns the new version.
+ */
+int64
+SetRunState(text *key, const char *from_state, const char *to_state,
+			Jsonb *result, bool count_failure, const char *actor,
+			Jsonb *extra_details)
+{
+	EventDetails details;
+	int64		version;
+
+	DetailsInit(&details);
+	version = MoveRunState(key, from_state, to_state, result, count_failure, &details);
 	DetailsJsonb(&details, "info", extra_details);
 	RecordEvent(key, NULL, "state_changed", actor, DetailsFinish(&details));
 	return version;

@@ -13,6 +13,8 @@
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 
+#include "events.h"
+
 /* What LockOwnedRun found. */
 typedef struct OwnedRun
 {
@@ -27,6 +29,8 @@ typedef struct OwnedRun
 
 extern bool IsRunState(const char *state);
 extern void LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run);
+extern int64 MoveRunState(text *key, const char *from_state, const char *to_state,
+						  Jsonb *result, bool count_failure, EventDetails *details);
 extern int64 SetRunState(text *key, const char *from_state, const char *to_state,
 						 Jsonb *result, bool count_failure, const char *actor,
 						 Jsonb *extra_details);

@@ -21,29 +21,10 @@ CLIENTS=${CLIENTS:-8}
 TX=${TX:-400}
 SYNC=${SYNC:-off}
 here=$(cd "$(dirname "$0")" && pwd)
-bindir=$(pg_config --bindir)
-work=$(mktemp -d /tmp/idemgate-bench-pull.XXXXXX)
-chown postgres "$work"
-port=${PORT:-55434}
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() { as_pg "$bindir/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-as_pg "$bindir/initdb" -D "$work/data" -A trust >/dev/null
-cat >> "$work/data/postgresql.conf" <<CONF
-port = $port
-unix_socket_directories = '$work'
-listen_addresses = ''
-shared_preload_libraries = 'idemgate'
-idemgate.dispatchers = 0
-max_connections = 50
-shared_buffers = 256MB
-max_wal_size = 4GB
-synchronous_commit = $SYNC
-CONF
-as_pg "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
-psql_() { as_pg "$bindir/psql" -h "$work" -p "$port" -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-psql_ -d postgres -c "CREATE DATABASE bench"
+# shellcheck source=bench/lib.sh
+. "$here/../lib.sh"
+psql_() { bench_psql -A -t "$@"; }
+bench_cluster pull 55434 "synchronous_commit = $SYNC"
 psql_ -d bench >/dev/null <<'SQL'
 CREATE EXTENSION idemgate;
 SELECT idemgate.set_actions_enabled(true, 'bench', 'pull');
@@ -68,26 +49,20 @@ BEGIN
   FROM generate_series(1, n) g;
 END $$;
 SQL
-cp "$here"/base.sql "$here"/pull.sql "$work"/ && chown postgres "$work"/*.sql
+bench_copy "$here"/base.sql "$here"/pull.sql
 per_round=$((CLIENTS * TX * 10))
 
 run() {	# run SCRIPT → effects/s
   as_pg "$bindir/pgbench" -h "$work" -p "$port" -n -M prepared -c "$CLIENTS" -j 2 -t "$TX" \
       -f "$work/$1" bench 2>/dev/null | awk '/^tps = / { printf "%.0f\n", $3 * 10 }'
 }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 psql_ -d bench -c "SELECT top_up($per_round)" -c "VACUUM ANALYZE" >/dev/null
 run base.sql >/dev/null; run pull.sql >/dev/null	# warm-up
-base=(); pull=()
-for i in $(seq "$ROUNDS"); do
+bench_before_round() {
   psql_ -d bench -c "SELECT top_up($per_round)" -c "VACUUM ANALYZE q" -c "VACUUM ANALYZE idemgate.outbox" >/dev/null
-  base+=("$(run base.sql)")
-  pull+=("$(run pull.sql)")
-  echo "  round $i: pgmq-shaped ${base[-1]} msgs/s, pull API ${pull[-1]} effects/s"
-done
-b=$(printf '%s\n' "${base[@]}" | median)
-p=$(printf '%s\n' "${pull[@]}" | median)
-echo "sync=$SYNC batch 10: baseline ${b}/s pull ${p}/s ratio=$(awk -v p="$p" -v b="$b" 'BEGIN { printf "%.3f", p / b }') (goal >= 0.8)"
+}
+bench_rounds "  round %s: pgmq-shaped %s msgs/s, pull API %s effects/s" "run base.sql" "run pull.sql"
+echo "sync=$SYNC batch 10: baseline ${med_a}/s pull ${med_b}/s ratio=$ratio (goal >= 0.8)"
 left=$(psql_ -d bench -c "SELECT count(*) FROM idemgate.outbox WHERE state <> 'completed'")
 echo "effects not completed at the end: $left (runs completed: $(psql_ -d bench -c "SELECT count(*) FROM idemgate.runs WHERE state = 'completed'"))"

@@ -27,9 +27,9 @@ WITH r AS (UPDATE p_runs SET state = 'awaiting_human', version = version + 1, up
                   '{"type": "mail", "target": "customer-4471", "payload": {"subject": "Refund approved"}}', r.version
            FROM r RETURNING approval_id)
 INSERT INTO p_events (idempotency_key, kind, actor, details)
-SELECT r.idempotency_key, 'state_changed', NULL, jsonb_build_object('from', 'processing', 'to', 'awaiting_human', 'version', r.version) FROM r
-UNION ALL
-SELECT r.idempotency_key, 'approval_requested', NULL, jsonb_build_object('approval_id', a.approval_id, 'expires_at', now() + interval '24 hours') FROM r, a;
+SELECT r.idempotency_key, 'approval_requested', NULL,
+       jsonb_build_object('from', 'processing', 'to', 'awaiting_human', 'version', r.version,
+                          'approval_id', a.approval_id, 'expires_at', now() + interval '24 hours') FROM r, a;
 COMMIT;
 BEGIN;
 UPDATE p_approvals SET consumed_at = now(), decision = 'approve', approver_subject = 'alice@example.com'
@@ -43,9 +43,8 @@ WITH r AS (UPDATE p_runs SET state = 'approved', version = version + 1, updated_
            SELECT gen_random_uuid(), r.idempotency_key, 'mail', 'customer-4471', '{"subject": "Refund approved"}' FROM r
            ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING RETURNING effect_id)
 INSERT INTO p_events (idempotency_key, kind, actor, details)
-SELECT r.idempotency_key, 'state_changed', 'alice@example.com', jsonb_build_object('from', 'awaiting_human', 'to', 'approved', 'version', r.version) FROM r
-UNION ALL
 SELECT r.idempotency_key, 'effects_enqueued', 'alice@example.com', jsonb_build_object('effect_ids', (SELECT jsonb_agg(effect_id) FROM o), 'automatic', false, 'count', 1, 'inserted', 1) FROM r
 UNION ALL
-SELECT r.idempotency_key, 'approval_decided', 'alice@example.com', jsonb_build_object('decision', 'approve') FROM r;
+SELECT r.idempotency_key, 'approval_decided', 'alice@example.com',
+       jsonb_build_object('from', 'awaiting_human', 'to', 'approved', 'version', r.version, 'decision', 'approve') FROM r;
 COMMIT;

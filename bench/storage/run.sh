@@ -6,33 +6,17 @@
 #    → claim_effects → complete_effect. Then every idemgate table and index
 #    is measured (pg_total_relation_size, heap + indexes + TOAST), before
 #    and after VACUUM, minus the sizes of the empty schema: bytes per run.
-# 2. purge: the runs are backdated one day and idemgate.purge('12 hours')
-#    removes them; time taken and dead tuples left (n_dead_tup) are shown.
+# 2. purge: the runs are backdated one day, N more are made today, and
+#    idemgate.purge('12 hours') removes yesterday's; time taken, runs pages
+#    it read (against the pages of each day) and dead tuples left.
 # Run as root after `make install`.  N=50000
 set -euo pipefail
 N=${N:-50000}
-bindir=$(pg_config --bindir)
-work=$(mktemp -d /tmp/idemgate-bench-storage.XXXXXX)
-chown postgres "$work"
-port=${PORT:-55436}
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() { as_pg "$bindir/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
-as_pg "$bindir/initdb" -D "$work/data" -A trust >/dev/null
-cat >> "$work/data/postgresql.conf" <<CONF
-port = $port
-unix_socket_directories = '$work'
-listen_addresses = ''
-shared_preload_libraries = 'idemgate'
-idemgate.dispatchers = 0
-shared_buffers = 256MB
-max_wal_size = 4GB
-synchronous_commit = off
-autovacuum = off
-CONF
-as_pg "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
-psql_() { as_pg "$bindir/psql" -h "$work" -p "$port" -X -q -A -t -v ON_ERROR_STOP=1 "$@"; }
-psql_ -d postgres -c "CREATE DATABASE bench"
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/../lib.sh"
+psql_() { bench_psql -A -t "$@"; }
+bench_cluster storage 55436 "synchronous_commit = off" "autovacuum = off"
 psql_ -d bench <<'SQL'
 CREATE EXTENSION idemgate;
 SELECT idemgate.set_actions_enabled(true, 'bench', 'storage');
@@ -42,13 +26,16 @@ CREATE FUNCTION sizes() RETURNS TABLE (rel text, bytes bigint) LANGUAGE sql AS $
 $$;
 CREATE TABLE empty_sizes AS SELECT * FROM sizes();
 SQL
-start=$(date +%s.%N)
-for ((i = 0; i < N; i += 5000)); do
+# make_runs FIRST LAST: completed runs order-2026-(FIRST+1) .. LAST, each with
+# one delivered effect, through the real API.
+make_runs() {
+  local i
+for ((i = $1; i < $2; i += 5000)); do
 psql_ -d bench >/dev/null <<SQL
 DO \$\$
 DECLARE c record;
 BEGIN
-  FOR i IN $i + 1 .. least($i + 5000, $N) LOOP
+  FOR i IN $i + 1 .. least($i + 5000, $2) LOOP
     SELECT * INTO c FROM idemgate.claim('order-2026-' || i,
       jsonb_build_object('order', i, 'customer', 'ACME', 'amount', 129.5), workflow => 'shipping');
     PERFORM idemgate.enqueue_effect(c.idempotency_key, c.lease_owner, c.version,
@@ -61,6 +48,9 @@ SELECT count(*) FROM idemgate.claim_effects('mail', 1000) c,
 SQL
   while [ "$(psql_ -d bench -c "SELECT count(*) FROM idemgate.claim_effects('mail', 1000) c, LATERAL idemgate.complete_effect(c.effect_id, c.lease_owner, 'msg-' || c.effect_id, 200) x")" != 0 ]; do :; done
 done
+}
+start=$(date +%s.%N)
+make_runs 0 "$N"
 echo "made $N completed runs in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s"
 report() {
   psql_ -d bench -F ' ' <<SQL
@@ -77,18 +67,28 @@ report "as written"
 psql_ -d bench -c "VACUUM FULL" >/dev/null
 report "after VACUUM FULL (live rows only)"
 psql_ -d bench -c "VACUUM ANALYZE" >/dev/null
-# 2. purge a day's worth.
+# 2. purge a day's worth: the N runs above become yesterday's, N more are
+# made today, and purge('12 hours') must delete yesterday's without reading
+# today's (runs pages read by the purge, from pg_statio, against the pages
+# of each day).
 psql_ -d bench >/dev/null <<'SQL'
 UPDATE idemgate.runs SET updated_at = updated_at - interval '1 day', created_at = created_at - interval '1 day';
 UPDATE idemgate.outbox SET updated_at = updated_at - interval '1 day', created_at = created_at - interval '1 day';
 UPDATE idemgate.events SET at = at - interval '1 day';
 VACUUM FULL;
-ANALYZE;
 SQL
+old_pages=$(psql_ -d bench -c "SELECT pg_relation_size('idemgate.runs') / 8192")
+make_runs "$N" $((2 * N))
+psql_ -d bench -c "VACUUM ANALYZE" >/dev/null
+all_pages=$(psql_ -d bench -c "SELECT pg_relation_size('idemgate.runs') / 8192")
+# The purge's scan for candidates, as its plan reads them: heap pages of runs.
+scan=$(psql_ -d bench -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) SELECT r.idempotency_key FROM idemgate.runs r
+  WHERE r.state IN ('completed', 'failed_terminal') AND r.updated_at < now() - interval '12 hours'
+    AND r.created_at < now() - interval '12 hours'")
 t0=$(date +%s.%N)
 purged=$(psql_ -d bench -c "SELECT idemgate.purge('12 hours')")
 t1=$(date +%s.%N)
-psql_ -d bench -c "SELECT pg_stat_force_next_flush()" >/dev/null 2>&1 || true
-sleep 1
-echo "purge of $purged runs (a day): $(python3 -c "print(round($t1 - $t0, 2))") s"
+echo "purge of $purged runs (yesterday's $N, today's $N kept): $(python3 -c "print(round($t1 - $t0, 2))") s"
+echo "runs pages the candidate scan reads: $(echo "$scan" | sed -n 's/.*Heap Blocks: //p' | head -1) via $(echo "$scan" | grep -o 'Bitmap Index Scan on [a-z_]*\|Seq Scan on [a-z_]*' | head -1) (yesterday's runs: $old_pages pages, today's: $((all_pages - old_pages)))"
 psql_ -d bench -F ' ' -c "SELECT 'dead tuples left: ' || string_agg(relname || ' ' || n_dead_tup, ', ' ORDER BY relname) FROM pg_stat_user_tables WHERE schemaname = 'idemgate' AND n_dead_tup > 0"
+psql_ -d bench -c "SELECT 'runs left: ' || count(*) || ' (today''s)' FROM idemgate.runs"

@@ -7,91 +7,59 @@
 -- Same results, errors and bundle as the typed form; unknown field → 22023,
 -- missing required field → 22004; single-row forms always give one row.
 
-CREATE FUNCTION idemgate.request_approval(request jsonb)
-RETURNS TABLE(approval_id uuid, token text, expires_at timestamptz, version bigint)
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-ROWS 1 AS 'MODULE_PATHNAME', 'idemgate_request_approval_request';
-COMMENT ON FUNCTION idemgate.request_approval(jsonb) IS
-'request_approval() with its arguments in one JSON object {key, owner, version, effects, expires_in, card, audience, requested_by}: the form for n8n';
-
-CREATE FUNCTION idemgate.peek_approval(request jsonb)
-RETURNS TABLE(approval_id uuid, idempotency_key text, status text, allowed_decisions text[],
-              expires_at timestamptz, card jsonb, effects jsonb)
-LANGUAGE C STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-ROWS 1 AS 'MODULE_PATHNAME', 'idemgate_peek_approval_request';
-COMMENT ON FUNCTION idemgate.peek_approval(jsonb) IS
-'peek_approval() with its argument in one JSON object {token}: the form for n8n; always one row, status invalid (other columns NULL) for an unknown token';
-
-CREATE FUNCTION idemgate.consume_approval(request jsonb)
-RETURNS TABLE(outcome text, idempotency_key text, effect_ids uuid[])
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-ROWS 1 AS 'MODULE_PATHNAME', 'idemgate_consume_approval_request';
-COMMENT ON FUNCTION idemgate.consume_approval(jsonb) IS
-'consume_approval() with its arguments in one JSON object {token, decision, approver, reason}: the form for n8n';
-
-CREATE FUNCTION idemgate.enqueue_effect(request jsonb)
-RETURNS TABLE(effect_ids uuid[], version bigint)
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-ROWS 1 AS 'MODULE_PATHNAME', 'idemgate_enqueue_effect_request';
-COMMENT ON FUNCTION idemgate.enqueue_effect(jsonb) IS
-'enqueue_effect() with its arguments in one JSON object {key, owner, version, effects}: the form for n8n';
-
-CREATE FUNCTION idemgate.cas_transition(request jsonb) RETURNS bigint
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'idemgate_cas_transition_request';
-COMMENT ON FUNCTION idemgate.cas_transition(jsonb) IS
-'cas_transition() with its arguments in one JSON object {key, owner, version, new_state, result}: the form for n8n';
-
-CREATE FUNCTION idemgate.renew_lease(request jsonb) RETURNS timestamptz
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'idemgate_renew_lease_request';
-COMMENT ON FUNCTION idemgate.renew_lease(jsonb) IS
-'renew_lease() with its arguments in one JSON object {key, owner, version, extend_by}: the form for n8n';
-
-CREATE FUNCTION idemgate.fail(request jsonb) RETURNS text
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'idemgate_fail_request';
-COMMENT ON FUNCTION idemgate.fail(jsonb) IS
-'fail() with its arguments in one JSON object {key, owner, version, error_class, error, retryable}: the form for n8n';
-
-CREATE FUNCTION idemgate.record_validation(request jsonb)
-RETURNS TABLE(valid boolean, errors jsonb, attempt integer)
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-ROWS 1 AS 'MODULE_PATHNAME', 'idemgate_record_validation_request';
-COMMENT ON FUNCTION idemgate.record_validation(jsonb) IS
-'record_validation() with its arguments in one JSON object {key, owner, version, output, schema}: the form for n8n';
-
-CREATE FUNCTION idemgate.claim_effects(request jsonb)
-RETURNS TABLE(effect_id uuid, idempotency_key text, effect_type text, target text,
-              payload jsonb, attempt integer, lease_owner uuid)
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-ROWS 10 AS 'MODULE_PATHNAME', 'idemgate_claim_effects_request';
-COMMENT ON FUNCTION idemgate.claim_effects(jsonb) IS
-'claim_effects() with its arguments in one JSON object {effect_type, batch, lease}: the form for n8n';
-
-CREATE FUNCTION idemgate.complete_effect(request jsonb) RETURNS boolean
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'idemgate_complete_effect_request';
-COMMENT ON FUNCTION idemgate.complete_effect(jsonb) IS
-'complete_effect() with its arguments in one JSON object {effect_id, owner, provider_id, status}: the form for n8n';
-
-CREATE FUNCTION idemgate.fail_effect(request jsonb) RETURNS text
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'idemgate_fail_effect_request';
-COMMENT ON FUNCTION idemgate.fail_effect(jsonb) IS
-'fail_effect() with its arguments in one JSON object {effect_id, owner, error_class, error, retry_after, status}: the form for n8n';
-
-REVOKE EXECUTE ON FUNCTION
-    idemgate.request_approval(jsonb), idemgate.peek_approval(jsonb),
-    idemgate.consume_approval(jsonb), idemgate.enqueue_effect(jsonb),
-    idemgate.cas_transition(jsonb), idemgate.renew_lease(jsonb), idemgate.fail(jsonb),
-    idemgate.record_validation(jsonb), idemgate.claim_effects(jsonb),
-    idemgate.complete_effect(jsonb), idemgate.fail_effect(jsonb)
-FROM PUBLIC;
+-- Each form is declared like its typed function (result, volatility, ROWS)
+-- as SECURITY DEFINER with a pinned search_path, C symbol
+-- idemgate_<name>_request, a comment naming its fields, and no EXECUTE for
+-- PUBLIC. One row a form: name, RETURNS, volatility, ROWS (NULL: not a
+-- set), fields, and what the comment adds. (CREATE EXTENSION replaces
+-- MODULE_PATHNAME in the whole script, this block included. TAP 100
+-- checks that a fresh install equals an updated one, pg_dump included.)
+DO $forms$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT * FROM (VALUES
+            ('request_approval', 'TABLE(approval_id uuid, token text, expires_at timestamptz, version bigint)',
+             'VOLATILE', 1, 'key, owner, version, effects, expires_in, card, audience, requested_by', ''),
+            ('peek_approval', 'TABLE(approval_id uuid, idempotency_key text, status text, allowed_decisions text[],
+                                     expires_at timestamptz, card jsonb, effects jsonb)',
+             'STABLE', 1, 'token', '; always one row, status invalid (other columns NULL) for an unknown token'),
+            ('consume_approval', 'TABLE(outcome text, idempotency_key text, effect_ids uuid[])',
+             'VOLATILE', 1, 'token, decision, approver, reason', ''),
+            ('enqueue_effect', 'TABLE(effect_ids uuid[], version bigint)',
+             'VOLATILE', 1, 'key, owner, version, effects', ''),
+            ('cas_transition', 'bigint', 'VOLATILE', NULL, 'key, owner, version, new_state, result', ''),
+            ('renew_lease', 'timestamptz', 'VOLATILE', NULL, 'key, owner, version, extend_by', ''),
+            ('fail', 'text', 'VOLATILE', NULL, 'key, owner, version, error_class, error, retryable', ''),
+            ('record_validation', 'TABLE(valid boolean, errors jsonb, attempt integer)',
+             'VOLATILE', 1, 'key, owner, version, output, schema', ''),
+            ('claim_effects', 'TABLE(effect_id uuid, idempotency_key text, effect_type text, target text,
+                                     payload jsonb, attempt integer, lease_owner uuid)',
+             'VOLATILE', 10, 'effect_type, batch, lease', ''),
+            ('complete_effect', 'boolean', 'VOLATILE', NULL, 'effect_id, owner, provider_id, status', ''),
+            ('fail_effect', 'text', 'VOLATILE', NULL, 'effect_id, owner, error_class, error, retry_after, status', '')
+        ) AS forms(name, result, volatility, nrows, fields, note)
+    LOOP
+        EXECUTE pg_catalog.format(
+            'CREATE FUNCTION idemgate.%I(request jsonb) RETURNS %s
+             LANGUAGE C %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp %s
+             AS %L, %L',
+            f.name, f.result, f.volatility, 'ROWS ' || f.nrows,
+            'MODULE_PATHNAME', 'idemgate_' || f.name || '_request');
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION idemgate.%I(jsonb) IS %L', f.name,
+            pg_catalog.format('%s() with its %s in one JSON object {%s}: the form for n8n%s',
+                              f.name,
+                              CASE WHEN pg_catalog.strpos(f.fields, ',') > 0 THEN 'arguments' ELSE 'argument' END,
+                              f.fields, f.note));
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION idemgate.%I(jsonb) FROM PUBLIC', f.name);
+    END LOOP;
+END
+$forms$;
 
 -- Each form joins its typed function's bundle, and operator (which holds
 -- everything).
-INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+WITH forms(bundle, fn) AS (VALUES
     ('client', 'idemgate.request_approval(jsonb)'),
     ('client', 'idemgate.enqueue_effect(jsonb)'),
     ('client', 'idemgate.cas_transition(jsonb)'),
@@ -102,18 +70,11 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('client', 'idemgate.complete_effect(jsonb)'),
     ('client', 'idemgate.fail_effect(jsonb)'),
     ('approver', 'idemgate.peek_approval(jsonb)'),
-    ('approver', 'idemgate.consume_approval(jsonb)'),
-    ('operator', 'idemgate.request_approval(jsonb)'),
-    ('operator', 'idemgate.enqueue_effect(jsonb)'),
-    ('operator', 'idemgate.cas_transition(jsonb)'),
-    ('operator', 'idemgate.renew_lease(jsonb)'),
-    ('operator', 'idemgate.fail(jsonb)'),
-    ('operator', 'idemgate.record_validation(jsonb)'),
-    ('operator', 'idemgate.claim_effects(jsonb)'),
-    ('operator', 'idemgate.complete_effect(jsonb)'),
-    ('operator', 'idemgate.fail_effect(jsonb)'),
-    ('operator', 'idemgate.peek_approval(jsonb)'),
-    ('operator', 'idemgate.consume_approval(jsonb)');
+    ('approver', 'idemgate.consume_approval(jsonb)'))
+INSERT INTO idemgate.bundle_members (bundle, fn)
+SELECT bundle, fn FROM forms
+UNION ALL
+SELECT 'operator', fn FROM forms;
 
 -- Roles that already hold a bundle get its new members from 99_release_grants.sql
 -- (which also skips roles dropped since, and keeps the grants out of pg_init_privs).

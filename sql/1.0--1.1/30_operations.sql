@@ -137,7 +137,10 @@ REVOKE EXECUTE ON FUNCTION idemgate.dispatcher_status() FROM PUBLIC;
 --   kill_switch_off    (info) while the switch or the setting is off;
 --   type_paused        (info) per paused type.
 -- The message of an alert without a since (the setting turned the kill
--- switch off) has no "since" part.
+-- switch off) has no "since" part. The silence check ("watched") asks for
+-- kind IN ('recovered', 'duplicate'), the predicate of
+-- events_claim_workflow_idx (10_release.sql): whoever redefines this view
+-- later, keep it.
 CREATE OR REPLACE VIEW idemgate.alert_instances AS
 WITH RECURSIVE settings AS (
     SELECT COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_failures', true), '')::bigint,

@@ -77,3 +77,10 @@ CREATE OR REPLACE VIEW idemgate.key_history AS
                     WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key);
 COMMENT ON VIEW idemgate.key_history IS
 'Everything that happened to each key: its first claim (from runs), every event, each delivered effect (from outbox) and the completion of a run by its effects (from runs), for "did we process this key?" and "did we send?"';
+
+-- 5. Retention reads only what it deletes (src/retention.c): purge also
+-- asks created_at < bound (implied by updated_at < bound), and this BRIN
+-- index finds those runs in the old page ranges without reading the recent
+-- ones. autosummarize summarises each filled range as it is left behind.
+CREATE INDEX runs_created_brin ON idemgate.runs USING brin (created_at)
+    WITH (autosummarize = on);

@@ -52,13 +52,14 @@ SELECT results_eq($$SELECT a.token_hash = idemgate.hash_token(t.token), a.token_
                       FROM idemgate.approvals a JOIN t ON t.approval_id = a.approval_id WHERE t.name = 'ok'$$,
                   $$VALUES (true, true, '{approve,reject}'::text[], NULL::text[], 'bot', true, '1 hour'::interval)$$,
                   'only the SHA-256 of the token is stored, with the request');
--- The request is audited with the card's identity fields, never its model output.
+-- The request is audited with the card's identity fields, never its model
+-- output, in one event with the state change it made.
 SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'expires_at' - 'info', details ? 'expires_at',
                            coalesce(details->>'approval_id', details->'info'->>'approval_id') = (SELECT approval_id::text FROM t WHERE name = 'ok')
                       FROM idemgate.events WHERE idempotency_key = 'approvals-ok' AND kind IN ('approval_requested', 'state_changed')
                       ORDER BY id$$,
-                  $$VALUES ('state_changed', 'bot', '{"to": "awaiting_human", "from": "processing", "version": 1}'::jsonb, false, true),
-                           ('approval_requested', 'bot', '{"model": "m-1", "source_url": "https://crm.example/t/42", "effect_count": 1,
+                  $$VALUES ('approval_requested', 'bot', '{"to": "awaiting_human", "from": "processing", "version": 1,
+                                                           "model": "m-1", "source_url": "https://crm.example/t/42", "effect_count": 1,
                                                            "requested_by": "bot", "validation_error_count": 0}'::jsonb, true, true)$$,
                   'the request is audited without the model output');
 
@@ -94,9 +95,9 @@ SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'wait_seconds'
                       FROM idemgate.events WHERE idempotency_key = 'approvals-ok'
                         AND kind IN ('approval_decided', 'effects_enqueued', 'state_changed') AND actor = 'alice'
                       ORDER BY id$$,
-                  $$VALUES ('state_changed', 'alice', '{"to": "approved", "from": "awaiting_human", "version": 2}'::jsonb, NULL::text, NULL::boolean),
-                           ('effects_enqueued', 'alice', '{"count": 1, "inserted": 1, "automatic": false}'::jsonb, NULL, NULL),
-                           ('approval_decided', 'alice', '{"decision": "approve"}'::jsonb, 'number', true)$$,
+                  $$VALUES ('effects_enqueued', 'alice', '{"count": 1, "inserted": 1, "automatic": false}'::jsonb, NULL::text, NULL::boolean),
+                           ('approval_decided', 'alice', '{"decision": "approve", "to": "approved", "from": "awaiting_human",
+                                                           "version": 2}'::jsonb, 'number', true)$$,
                   'the decision is audited with the wait');
 SELECT is((SELECT p.status FROM t, idemgate.peek_approval(t.token) p WHERE t.name = 'ok'), 'consumed', 'peek says consumed');
 

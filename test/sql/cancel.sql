@@ -72,7 +72,7 @@ SELECT results_eq($$SELECT state, result -> 'effects' IS NOT NULL FROM idemgate.
                   $$VALUES ('completed', true)$$, 'the run completes, with its effects result');
 SELECT is_empty($$SELECT id FROM idemgate.dead_letters WHERE idempotency_key = 'cx-1'$$, 'still no dead letter');
 -- Purge treats cancelled as settled: the finished run goes.
-UPDATE idemgate.runs SET updated_at = now() - interval '2 days' WHERE idempotency_key = 'cx-1';
+UPDATE idemgate.runs SET updated_at = now() - interval '2 days', created_at = now() - interval '2 days' WHERE idempotency_key = 'cx-1';
 SELECT ok(idemgate.purge('1 day') >= 1, 'purge takes the finished run');
 SELECT is_empty($$SELECT effect_id FROM idemgate.outbox WHERE idempotency_key = 'cx-1'$$, 'nothing left behind');
 
@@ -100,12 +100,13 @@ SELECT results_eq($$SELECT r.state, r.result, a.decision, a.approver_subject, a.
                             'cancelled', 'ana', true)$$,
                   'the run fails like a rejection; the approval is consumed');
 SELECT is((SELECT status FROM idemgate.approval_status WHERE idempotency_key = 'cx-ap-1'), 'consumed', 'approval_status: consumed');
-SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'info' FROM idemgate.events
-                     WHERE idempotency_key = 'cx-ap-1' AND kind IN ('approval_cancelled', 'state_changed') ORDER BY id$$,
-                  $$VALUES ('state_changed', NULL::text, '{"to": "awaiting_human", "from": "processing", "version": 1}'::jsonb),
-                           ('state_changed', 'ana', '{"to": "failed_terminal", "from": "awaiting_human", "version": 2}'::jsonb),
-                           ('approval_cancelled', 'ana', '{"reason": "requester lost its lease"}'::jsonb)$$,
-                  'audited');
+SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'expires_at' FROM idemgate.events
+                     WHERE idempotency_key = 'cx-ap-1' AND kind IN ('approval_requested', 'approval_cancelled', 'state_changed')
+                     ORDER BY id$$,
+                  $$VALUES ('approval_requested', NULL::text, '{"to": "awaiting_human", "from": "processing", "version": 1, "effect_count": 1}'::jsonb),
+                           ('approval_cancelled', 'ana', '{"to": "failed_terminal", "from": "awaiting_human", "version": 2,
+                                                           "reason": "requester lost its lease"}'::jsonb)$$,
+                  'audited: each action with the state change it made');
 SELECT results_eq($$SELECT count(*), (SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'cx-ap-1')
                       FROM idemgate.dead_letters WHERE idempotency_key = 'cx-ap-1'$$,
                   $$VALUES (0::bigint, 0::bigint)$$, 'no dead letter, no effect');

@@ -14,6 +14,10 @@ CREATE EXTENSION IF NOT EXISTS idemgate;
 CREATE SCHEMA tap;
 CREATE EXTENSION pgtap SCHEMA tap;
 SET search_path = tap, public;
+-- owner(k): the lease owner of run k (the caller that claimed it).
+CREATE FUNCTION pg_temp.owner(k text) RETURNS uuid LANGUAGE sql AS $$
+  SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = k
+$$;
 SELECT * FROM no_plan();
 
 -- The constraints are gone (so nothing but the C code guards the rules).
@@ -35,7 +39,7 @@ SELECT throws_ok(q, code, m, q) FROM (VALUES
 SELECT is((SELECT outcome FROM idemgate.claim(repeat('k', 512), '{}')), 'claimed', '512 bytes: claimed');
 SELECT is((SELECT outcome FROM idemgate.claim(repeat('€', 170) || 'xx', '{}')), 'claimed', '512 bytes in three-byte characters: claimed');
 SELECT is((SELECT outcome FROM idemgate.claim('ir-orig', '{}')), 'claimed', 'ir-orig claimed');
-SELECT ok(idemgate.cas_transition('ir-orig', (SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = 'ir-orig'), 0, 'completed') IS NOT NULL,
+SELECT ok(idemgate.cas_transition('ir-orig', pg_temp.owner('ir-orig'), 0, 'completed') IS NOT NULL,
           'ir-orig completed');
 SELECT throws_ok(q, code, m, q) FROM (VALUES
   ($$SELECT * FROM idemgate.supersede('ir-orig', repeat('k', 513), '{}', 'op', 'fix')$$, '22023', 'argument "new_key" must be between 1 and 512 bytes long, not 513'),
@@ -50,16 +54,16 @@ SELECT throws_ok(q, code, m, q) FROM (VALUES
 
 -- Drive runs and effects through every state the API can reach.
 SELECT is((SELECT outcome FROM idemgate.claim('ir-fail', '{}')), 'claimed', 'ir-fail claimed');
-SELECT is(idemgate.fail('ir-fail', (SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = 'ir-fail'), 0, 'x', 'boom', true),
+SELECT is(idemgate.fail('ir-fail', pg_temp.owner('ir-fail'), 0, 'x', 'boom', true),
           'failed_retryable', 'a retryable failure');
 SELECT is((SELECT outcome FROM idemgate.claim('ir-term', '{}')), 'claimed', 'ir-term claimed');
-SELECT is(idemgate.fail('ir-term', (SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = 'ir-term'), 0, 'x', 'boom', false),
+SELECT is(idemgate.fail('ir-term', pg_temp.owner('ir-term'), 0, 'x', 'boom', false),
           'failed_terminal', 'a terminal failure');
 SELECT is((SELECT outcome FROM idemgate.claim('ir-wait', '{}')), 'claimed', 'ir-wait claimed');
-SELECT is((SELECT version FROM idemgate.request_approval('ir-wait', (SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = 'ir-wait'), 0,
+SELECT is((SELECT version FROM idemgate.request_approval('ir-wait', pg_temp.owner('ir-wait'), 0,
           '{"type": "ir_mail", "target": "t", "payload": {}}')), 1::bigint, 'approval requested');
 SELECT is((SELECT outcome FROM idemgate.claim('ir-fx', '{}')), 'claimed', 'ir-fx claimed');
-SELECT is((SELECT version FROM idemgate.enqueue_effect('ir-fx', (SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = 'ir-fx'), 0,
+SELECT is((SELECT version FROM idemgate.enqueue_effect('ir-fx', pg_temp.owner('ir-fx'), 0,
        '[{"type": "ir_mail", "target": "a", "payload": {}}, {"type": "ir_mail", "target": "b", "payload": {}},
          {"type": "ir_mail", "target": "c", "payload": {}}, {"type": "ir_mail", "target": "d", "payload": {}}]')), 1::bigint,
           'four effects enqueued');

@@ -82,7 +82,8 @@ SELECT ok(idemgate.cas_transition('purge-recent', pg_temp.owner_of('purge-recent
                                   pg_temp.version_of('purge-recent'), 'completed') > 0, 'recent: completed');
 
 -- Everything but recent was last changed two days ago.
-UPDATE idemgate.runs SET updated_at = now() - interval '2 days' WHERE idempotency_key <> 'purge-recent';
+UPDATE idemgate.runs SET updated_at = now() - interval '2 days', created_at = now() - interval '3 days'
+ WHERE idempotency_key <> 'purge-recent';
 SELECT results_eq($$SELECT idempotency_key, state,
                            (SELECT count(*) FROM idemgate.events e WHERE e.idempotency_key = r.idempotency_key),
                            (SELECT count(*) FROM idemgate.approvals a WHERE a.idempotency_key = r.idempotency_key),
@@ -90,12 +91,12 @@ SELECT results_eq($$SELECT idempotency_key, state,
                            (SELECT string_agg(CASE WHEN d.reinjected_at IS NULL THEN 'open' ELSE 'reinjected' END, ',')
                               FROM idemgate.dead_letters d WHERE d.idempotency_key = r.idempotency_key)
                       FROM idemgate.runs r ORDER BY 1$$,
-                  $$VALUES ('purge-closed-dl', 'completed', 6::bigint, 0::bigint, NULL::text, 'reinjected'),
-                           ('purge-done', 'completed', 2, 0, 'completed', NULL),  -- its delivery and completion are in the rows
+                  $$VALUES ('purge-closed-dl', 'completed', 5::bigint, 0::bigint, NULL::text, 'reinjected'),
+                           ('purge-done', 'completed', 1, 0, 'completed', NULL),  -- its delivery and completion are in the rows
                            ('purge-open-dl', 'failed_terminal', 2, 0, NULL, 'open'),
                            ('purge-recent', 'completed', 1, 0, NULL, NULL),
-                           ('purge-rejected', 'failed_terminal', 4, 1, NULL, NULL),
-                           ('purge-unknown', 'failed_terminal', 3, 0, 'unknown', NULL),
+                           ('purge-rejected', 'failed_terminal', 2, 1, NULL, NULL),
+                           ('purge-unknown', 'failed_terminal', 2, 0, 'unknown', NULL),
                            ('purge-working', 'processing', 0, 0, NULL, NULL)$$,
                   'the runs and what belongs to them');
 
@@ -117,7 +118,7 @@ SELECT is_empty($$SELECT * FROM idemgate.key_history
 -- The purge is audited (counts only, no keys), and the dead letter of
 -- open-dl is intact.
 SELECT results_eq($$SELECT kind, actor IS NOT NULL, details FROM idemgate.events WHERE kind = 'purged'$$,
-                  $$VALUES ('purged', true, '{"runs": 3, "events": 12, "effects": 1, "approvals": 1, "older_than": "@ 1 day",
+                  $$VALUES ('purged', true, '{"runs": 3, "events": 8, "effects": 1, "approvals": 1, "older_than": "@ 1 day",
                                               "dead_letters": 1}'::jsonb)$$,
                   'the purge is audited with counts only');
 SELECT results_eq($$SELECT payload, error_class FROM idemgate.dead_letters WHERE idempotency_key = 'purge-open-dl'$$,
