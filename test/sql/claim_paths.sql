@@ -1,0 +1,95 @@
+-- A claim on a new key inserts the run row without SQL (src/run_insert.c,
+-- issue 12); any other claim runs the claim statement. This file shows that
+-- the new-key path writes exactly the row the statement writes (compared
+-- with claim_lease, which always runs the statement), with its index
+-- entries, visible to the rest of the transaction, and that it gives way
+-- to the statement when the table is not the one it was written for: a
+-- column added later (its default is still applied) or an insert trigger
+-- (it still fires). pgTAP.
+\set ECHO none
+\set QUIET 1
+\pset format unaligned
+\pset tuples_only true
+\pset pager off
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS idemgate;
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+SET search_path = tap, public;
+SELECT * FROM no_plan();
+
+BEGIN;
+-- The same owner, payload and lease through claim (new-key path) and
+-- claim_lease (the statement), in one transaction: one now().
+SELECT is((SELECT outcome || ' ' || state || ' ' || version || ' ' || (result IS NULL)
+             FROM idemgate.claim('cp-fast', '{"b": [1, 2], "a": "x"}', '7 minutes', NULL,
+                                 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11')),
+          'claimed processing 0 true', 'new key: claimed, processing, version 0, no result');
+SELECT is((SELECT count(*) FROM idemgate.claim_lease('cp-stmt', idemgate.hash_payload('{"a": "x", "b": [1, 2]}'),
+                                                      'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '7 minutes')),
+          1::bigint, 'claim_lease claimed cp-stmt');
+SELECT results_eq(
+  $$SELECT workflow, state, payload_hash, lease_owner, lease_expires_at, lease_started_at, version,
+           failures, result, replaces_key, created_at, updated_at, validations
+      FROM idemgate.runs WHERE idempotency_key = 'cp-fast'$$,
+  $$SELECT workflow, state, payload_hash, lease_owner, lease_expires_at, lease_started_at, version,
+           failures, result, replaces_key, created_at, updated_at, validations
+      FROM idemgate.runs WHERE idempotency_key = 'cp-stmt'$$,
+  'the new-key row equals the statement''s row in every column but key and payload');
+SELECT results_eq(
+  $$SELECT payload, payload_hash, lease_expires_at - lease_started_at, created_at
+      FROM idemgate.runs WHERE idempotency_key = 'cp-fast'$$,
+  $$SELECT '{"a": "x", "b": [1, 2]}'::jsonb, sha256(convert_to('{"a": "x", "b": [1, 2]}', 'UTF8')),
+           interval '7 minutes', now()$$,
+  'payload stored, hashed as sha256 of its text, lease from now()');
+
+-- Its index entries: found through the primary key and the workflow index.
+SELECT is((SELECT outcome FROM idemgate.claim('cp-wf', '{}', '1 minute', 'cp-flow')), 'claimed', 'cp-wf claimed');
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+SELECT is((SELECT count(*) FROM idemgate.runs WHERE workflow = 'cp-flow'), 1::bigint,
+          'found through runs_workflow_created_idx');
+SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key IN ('cp-fast', 'cp-wf')), 2::bigint,
+          'found through runs_pkey');
+RESET enable_seqscan;
+RESET enable_bitmapscan;
+
+-- The rest of the transaction sees the run: a second claim is a duplicate,
+-- the owner completes it.
+SELECT is((SELECT outcome || ' ' || state || ' ' || version FROM idemgate.claim('cp-fast', '{"a": "x", "b": [1, 2]}')),
+          'duplicate processing 0', 'claimed again in the same transaction: duplicate');
+SELECT throws_ok($$SELECT * FROM idemgate.claim('cp-fast', '{"a": "y"}')$$, 'IG001', NULL,
+                 'another payload in the same transaction: IG001');
+SELECT is(idemgate.cas_transition('cp-fast', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 0, 'completed'), 1::bigint,
+          'the owner completes it');
+ROLLBACK;
+
+-- A column added later: a constant default is written by the new-key path,
+-- any other default by the statement; both are applied.
+BEGIN;
+ALTER TABLE idemgate.runs ADD COLUMN cp_note text NOT NULL DEFAULT 'none';
+SELECT is((SELECT outcome FROM idemgate.claim('cp-note', '{}')), 'claimed', 'claimed with a constant-default column');
+SELECT is((SELECT cp_note FROM idemgate.runs WHERE idempotency_key = 'cp-note'), 'none', 'constant default applied');
+ALTER TABLE idemgate.runs ADD COLUMN cp_stamp text NOT NULL DEFAULT pg_catalog.md5(pg_catalog.random()::text);
+SELECT is((SELECT outcome FROM idemgate.claim('cp-stamp', '{}')), 'claimed', 'claimed with a volatile-default column');
+SELECT is((SELECT length(cp_stamp) FROM idemgate.runs WHERE idempotency_key = 'cp-stamp'), 32, 'volatile default applied');
+ROLLBACK;
+
+-- An insert trigger on runs fires for a claim.
+BEGIN;
+CREATE FUNCTION public.cp_mark() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.workflow := 'marked by trigger';
+  RETURN NEW;
+END $$;
+CREATE TRIGGER cp_mark BEFORE INSERT ON idemgate.runs FOR EACH ROW EXECUTE FUNCTION public.cp_mark();
+SELECT is((SELECT outcome FROM idemgate.claim('cp-trig', '{}')), 'claimed', 'claimed with an insert trigger');
+SELECT is((SELECT workflow FROM idemgate.runs WHERE idempotency_key = 'cp-trig'), 'marked by trigger', 'the trigger fired');
+ROLLBACK;
+
+SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key LIKE 'cp-%'), 0::bigint, 'nothing left behind');
+
+SELECT * FROM finish();
+RESET search_path;
+DROP EXTENSION pgtap;
+DROP SCHEMA tap;
