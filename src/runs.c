@@ -37,13 +37,13 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "claim_direct.h"
 #include "doc_limits.h"
 #include "crypto.h"
 #include "deadletters.h"
 #include "events.h"
 #include "guc.h"
 #include "idemgate.h"
-#include "run_insert.h"
 #include "runs.h"
 #include "spi_util.h"
 
@@ -302,10 +302,64 @@ RecordTakeover(text *key, Datum workflow, bool workflow_null, Datum owner,
 	RecordEvent(key, NULL, "recovered", actor, DetailsFinish(&details));
 }
 
+/* ReportPayloadMismatch raises IG001 for key. */
+static void
+ReportPayloadMismatch(text *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_IDEMGATE_PAYLOAD_MISMATCH),
+			 errmsg("idempotency key \"%s\" was already used with a different payload",
+					text_to_cstring(key)),
+			 errdetail("The payload hash differs from the one stored when the key was first claimed."),
+			 errhint("Stop and investigate: a changed business input under the same key hides upstream corruption. Use idemgate.supersede() for an intended correction.")));
+}
+
+/*
+ * ClaimDuplicate makes the duplicate outcome of a key that was not claimed
+ * (its state, version and result; never its owner) and records the
+ * duplicate event. Must be called inside SPI.
+ */
+static void
+ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
+			   Datum result, bool result_null, Datum workflow, bool workflow_null,
+			   ClaimResult *out)
+{
+	Datum		dup[5];
+	char		dupnulls[5] = {' ', 'n', ' ', ' ', ' '};
+
+	out->outcome = "duplicate";
+	out->values[1] = PointerGetDatum(key);
+	out->nulls[1] = false;
+	out->values[2] = state;
+	out->nulls[2] = false;
+	out->nulls[3] = true;		/* lease_owner is never shown to a duplicate */
+	out->values[3] = (Datum) 0;
+	out->values[4] = Int64GetDatum(version);
+	out->nulls[4] = false;
+	out->values[5] = result;
+	out->nulls[5] = result_null;
+
+	dup[0] = PointerGetDatum(key);
+	dup[1] = (Datum) 0;
+	if (actor)
+	{
+		dup[1] = CStringGetTextDatum(actor);
+		dupnulls[1] = ' ';
+	}
+	dup[2] = workflow;
+	dupnulls[2] = workflow_null ? 'n' : ' ';
+	dup[3] = state;
+	dup[4] = Int64GetDatum(version);
+	if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record duplicate claim");
+}
+
 /*
  * ClaimRun is the one atomic claim used by claim, claim(jsonb) and
- * supersede. On a key that was not claimed it looks at the existing run:
- * a different payload hash is IG001, otherwise the outcome is duplicate.
+ * supersede. A new key, or a key that is held and cannot be taken over, is
+ * done without SQL (src/claim_direct.c); otherwise the claim statement
+ * runs, and on a key it did not claim the existing run is looked up: a
+ * different payload hash is IG001, otherwise the outcome is duplicate.
  * Must be called inside SPI; result datums live in the SPI context.
  */
 static void
@@ -319,22 +373,32 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	Datum		lookup[1];
 	NewRun		run = {key, workflow, hash, payload, owner ? owner : RandomUuid(),
 	lease, replaces_key};
+	ExistingRun existing;
 
-	/* A new key is inserted without the statement (src/run_insert.c). */
-	if (InsertNewRun(&run))
+	switch (ClaimDirect(&run, &existing))
 	{
-		out->outcome = "claimed";
-		out->values[1] = PointerGetDatum(key);
-		out->nulls[1] = false;
-		out->values[2] = CStringGetTextDatum("processing");
-		out->nulls[2] = false;
-		out->values[3] = UUIDPGetDatum(run.owner);
-		out->nulls[3] = false;
-		out->values[4] = Int64GetDatum(0);
-		out->nulls[4] = false;
-		out->values[5] = (Datum) 0;
-		out->nulls[5] = true;
-		return;
+		case CLAIM_INSERTED:
+			out->outcome = "claimed";
+			out->values[1] = PointerGetDatum(key);
+			out->nulls[1] = false;
+			out->values[2] = CStringGetTextDatum("processing");
+			out->nulls[2] = false;
+			out->values[3] = UUIDPGetDatum(run.owner);
+			out->nulls[3] = false;
+			out->values[4] = Int64GetDatum(0);
+			out->nulls[4] = false;
+			out->values[5] = (Datum) 0;
+			out->nulls[5] = true;
+			return;
+		case CLAIM_EXISTS:
+			if (!existing.same_payload)
+				ReportPayloadMismatch(key);
+			ClaimDuplicate(key, actor, existing.state, existing.version,
+						   existing.result, existing.result_null,
+						   existing.workflow, existing.workflow_null, out);
+			return;
+		case CLAIM_USE_STATEMENT:
+			break;
 	}
 
 	values[0] = PointerGetDatum(key);
@@ -355,9 +419,11 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	for (int round = 0; round < 3; round++)
 	{
 		bool		isnull;
+		bool		result_null;
+		bool		workflow_null;
 		bytea	   *existing_hash;
-		Datum		dup[5];
-		char		dupnulls[5] = {' ', 'n', ' ', ' ', ' '};
+		Datum		result;
+		Datum		existing_workflow;
 
 		if (ExecSaved(&claim_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "claim statement failed");
@@ -370,7 +436,6 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 				out->values[i + 1] = GetResultDatum(0, i + 1, &out->nulls[i + 1]);
 			if (version > 0)
 			{
-				bool		workflow_null;
 				Datum		workflow = GetResultDatum(0, 6, &workflow_null);
 
 				RecordTakeover(key, workflow, workflow_null, out->values[3], version, actor);
@@ -386,34 +451,12 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		existing_hash = DatumGetByteaPP(GetResultDatum(0, 5, &isnull));
 		if (VARSIZE_ANY_EXHDR(existing_hash) != VARSIZE_ANY_EXHDR(hash) ||
 			memcmp(VARDATA_ANY(existing_hash), VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash)) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_PAYLOAD_MISMATCH),
-					 errmsg("idempotency key \"%s\" was already used with a different payload",
-							text_to_cstring(key)),
-					 errdetail("The payload hash differs from the one stored when the key was first claimed."),
-					 errhint("Stop and investigate: a changed business input under the same key hides upstream corruption. Use idemgate.supersede() for an intended correction.")));
-
-		out->outcome = "duplicate";
-		out->values[1] = GetResultDatum(0, 1, &out->nulls[1]);
-		out->values[2] = GetResultDatum(0, 2, &out->nulls[2]);
-		out->nulls[3] = true;	/* lease_owner is never shown to a duplicate */
-		out->values[3] = (Datum) 0;
-		out->values[4] = GetResultDatum(0, 3, &out->nulls[4]);
-		out->values[5] = GetResultDatum(0, 4, &out->nulls[5]);
-
-		dup[0] = PointerGetDatum(key);
-		dup[1] = (Datum) 0;
-		if (actor)
-		{
-			dup[1] = CStringGetTextDatum(actor);
-			dupnulls[1] = ' ';
-		}
-		dup[2] = GetResultDatum(0, 6, &isnull);
-		dupnulls[2] = isnull ? 'n' : ' ';
-		dup[3] = out->values[2];
-		dup[4] = out->values[4];
-		if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not record duplicate claim");
+			ReportPayloadMismatch(key);
+		result = GetResultDatum(0, 4, &result_null);
+		existing_workflow = GetResultDatum(0, 6, &workflow_null);
+		ClaimDuplicate(key, actor, GetResultDatum(0, 2, &isnull),
+					   DatumGetInt64(GetResultDatum(0, 3, &isnull)),
+					   result, result_null, existing_workflow, workflow_null, out);
 		return;
 	}
 	ereport(ERROR,

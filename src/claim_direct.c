@@ -1,13 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * src/run_insert.c
- *	  The new-key path of claim: a run row inserted straight into
- *	  idemgate.runs, without an SPI statement.
+ * src/claim_direct.c
+ *	  The hot paths of claim without an SPI statement: a new key is
+ *	  inserted, and a key that exists is locked and read, straight through
+ *	  the table access method.
  *
- * Design note. A claim on a new key is the hot path (issue 12). The SPI
- * statement (INSERT ... ON CONFLICT DO UPDATE ... RETURNING) spends more on
- * plan revalidation and executor start-up than on the insert itself, so a
- * new key is inserted here the way the executor's ON CONFLICT does it:
+ * Design note. A claim on a new key, and a duplicate claim, are the hot
+ * paths (issue 12). The SPI statement (INSERT ... ON CONFLICT DO UPDATE ...
+ * RETURNING, then a SELECT for a duplicate) spent more on plan
+ * revalidation and executor start-up than on the work, so ClaimDirect does
+ * what the executor's ON CONFLICT does, with the same locks (RowExclusiveLock
+ * on the table and its indexes, FOR NO KEY UPDATE on an existing row), the
+ * same WAL records and the same values (now() is the transaction start):
  *
  *   1. ExecCheckIndexConstraints probes the primary key with a dirty
  *	    snapshot, waiting for an in-progress inserter of the same key;
@@ -15,29 +19,36 @@
  *	    as speculative, insert its index entries (the primary key with
  *	    UNIQUE_CHECK_PARTIAL), then confirm the tuple, or kill it when a
  *	    concurrent inserter got the key in between, and release the lock
- *	    (waiters then see a plain tuple or a dead one).
+ *	    (waiters then see a plain tuple or a dead one): CLAIM_INSERTED;
+ *   3. a row: lock its latest version as DO UPDATE does (the lock is kept
+ *	    to the end of the transaction, also for a duplicate) and evaluate
+ *	    the statement's WHERE in C. When it does not hold (a live lease, a
+ *	    finished run, another payload) the run is returned: CLAIM_EXISTS.
  *
- * Whenever the key exists (step 1 finds a row, or step 2 lost a race) this
- * returns false and the caller runs the SPI statement, which takes the run
- * over, or reports a duplicate or a different payload, exactly as before.
- * So the only thing done here is what the statement does for a key nobody
- * holds, with the same locks (RowExclusiveLock on the table and its
- * indexes), the same WAL records and the same values (now() is the
- * transaction start, like pg_catalog.now()).
+ * Everything else returns CLAIM_USE_STATEMENT, having written nothing, and
+ * the caller runs the SPI statement, which decides as before: a takeover
+ * (the WHERE holds: the statement re-locks the row, ours already, and
+ * updates it), a lost race in step 2, a row updated or deleted before the
+ * lock (TM_Updated/TM_Deleted: the statement retries), REPEATABLE READ and
+ * SERIALIZABLE for an existing row (the statement checks the row against
+ * the transaction snapshot).
  *
- * The fast path is taken only for the table it was written for: every
- * column known by name and type (or one with a constant default, or a
- * nullable one without default, left NULL), no insert trigger, rule, CHECK constraint, generated column or row
- * security, a primary key, and INSERT privilege for the current user (the
- * function's owner). Anything else goes to the SPI statement.
+ * The direct paths are taken only for the table they were written for:
+ * every column known by name and type (or one with a constant default, or
+ * a nullable one without default, left NULL), no insert trigger, rule,
+ * CHECK constraint, generated column or row security, a primary key, and
+ * INSERT, UPDATE and SELECT privileges for the current user (the function's
+ * owner). Anything else goes to the SPI statement.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "utils/snapmgr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -52,7 +63,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "run_insert.h"
+#include "claim_direct.h"
 
 /* The columns of idemgate.runs, as the claim statement fills them. */
 typedef enum RunColumn
@@ -86,11 +97,13 @@ RunsRelid(void)
 
 /*
  * FillRunTuple puts the new run's values into values/nulls in the table's
- * column order, and tells whether the table is one the fast path was
- * written for (see the design note).
+ * column order and the attribute number of each known column into attnums,
+ * and tells whether the table is one the direct paths were written for
+ * (see the design note).
  */
 static bool
-FillRunTuple(Relation rel, const NewRun *run, Datum *values, bool *nulls)
+FillRunTuple(Relation rel, const NewRun *run, Datum *values, bool *nulls,
+			 AttrNumber *attnums)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
@@ -162,44 +175,105 @@ FillRunTuple(Relation rel, const NewRun *run, Datum *values, bool *nulls)
 			return false;
 		values[i] = col[c];
 		nulls[i] = colnull[c];
+		attnums[c] = i + 1;
 		found++;
 	}
 	return found == NUM_RUN_COLUMNS;
 }
 
-/*
- * InsertNewRun inserts run as a new processing run (version 0) and returns
- * true, or returns false, having written nothing, when the key exists or
- * the fast path does not apply: the caller then runs the claim statement.
- */
-bool
-InsertNewRun(const NewRun *run)
+/* CopyAttr returns a detoasted copy of attribute attnum of slot, or 0 when NULL. */
+static Datum
+CopyAttr(TupleTableSlot *slot, AttrNumber attnum, bool *isnull)
 {
+	Datum		d = slot_getattr(slot, attnum, isnull);
+
+	return *isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(d));
+}
+
+/*
+ * ExistingRunClaim locks the row at tid as ON CONFLICT DO UPDATE does and
+ * evaluates the statement's WHERE: CLAIM_EXISTS with the run in *existing
+ * when it does not hold, CLAIM_USE_STATEMENT when it does (a takeover) or
+ * the row changed before it could be locked.
+ */
+static ClaimPath
+ExistingRunClaim(Relation rel, ItemPointer tid, CommandId cid, const NewRun *run,
+				 const AttrNumber *attnums, ExistingRun *existing)
+{
+	TupleTableSlot *row = table_slot_create(rel, NULL);
+	TM_FailureData tmfd;
+	ClaimPath	path = CLAIM_USE_STATEMENT;
+	bool		isnull;
+	bytea	   *hash;
+	char	   *state;
+	Datum		expires;
+	bool		expires_null;
+
+	if (table_tuple_lock(rel, tid, GetActiveSnapshot(), row, cid,
+						 LockTupleNoKeyExclusive, LockWaitBlock, 0, &tmfd) == TM_Ok)
+	{
+		hash = DatumGetByteaPP(slot_getattr(row, attnums[COL_HASH], &isnull));
+		existing->same_payload = !isnull &&
+			VARSIZE_ANY_EXHDR(hash) == VARSIZE_ANY_EXHDR(run->payload_hash) &&
+			memcmp(VARDATA_ANY(hash), VARDATA_ANY(run->payload_hash),
+				   VARSIZE_ANY_EXHDR(hash)) == 0;
+		state = TextDatumGetCString(slot_getattr(row, attnums[COL_STATE], &isnull));
+		expires = slot_getattr(row, attnums[COL_EXPIRES], &expires_null);
+		/* WHERE r.payload_hash = excluded.payload_hash AND (r.state = ...) */
+		if (existing->same_payload &&
+			(strcmp(state, "failed_retryable") == 0 ||
+			 (strcmp(state, "processing") == 0 && !expires_null &&
+			  DatumGetTimestampTz(expires) < GetCurrentTransactionStartTimestamp())))
+			path = CLAIM_USE_STATEMENT;		/* a takeover */
+		else
+		{
+			path = CLAIM_EXISTS;
+			existing->state = CStringGetTextDatum(state);
+			existing->version = DatumGetInt64(slot_getattr(row, attnums[COL_VERSION], &isnull));
+			existing->result = CopyAttr(row, attnums[COL_RESULT], &existing->result_null);
+			existing->workflow = CopyAttr(row, attnums[COL_WORKFLOW], &existing->workflow_null);
+		}
+	}
+	ExecDropSingleTupleTableSlot(row);
+	return path;
+}
+
+/*
+ * ClaimDirect claims run without an SPI statement where it can (see the
+ * design note): CLAIM_INSERTED when it inserted the run as new, CLAIM_EXISTS
+ * with the locked run in *existing when the key is held and cannot be taken
+ * over, CLAIM_USE_STATEMENT, having written nothing, otherwise.
+ */
+ClaimPath
+ClaimDirect(const NewRun *run, ExistingRun *existing)
+{
+	const AclMode needed = ACL_INSERT | ACL_UPDATE | ACL_SELECT;
 	Oid			relid = RunsRelid();
 	Relation	rel;
 	Datum	   *values;
 	bool	   *nulls;
+	AttrNumber	attnums[NUM_RUN_COLUMNS];
 	Oid			pkey;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 	List	   *arbiter;
 	ItemPointerData conflict_tid;
-	bool		inserted = false;
+	ClaimPath	path = CLAIM_USE_STATEMENT;
 
 	if (!OidIsValid(relid) ||
-		pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
-		return false;
+		pg_class_aclmask(relid, GetUserId(), needed, ACLMASK_ALL) != needed)
+		return CLAIM_USE_STATEMENT;
 
 	/* The lock the statement takes; kept to the end of the transaction. */
 	rel = table_open(relid, RowExclusiveLock);
 	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
 	nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
 	pkey = RelationGetPrimaryKeyIndex(rel);
-	if (!OidIsValid(pkey) || !FillRunTuple(rel, run, values, nulls))
+	if (!OidIsValid(pkey) || !FillRunTuple(rel, run, values, nulls, attnums))
 	{
 		table_close(rel, NoLock);
-		return false;
+		return CLAIM_USE_STATEMENT;
 	}
 
 	estate = CreateExecutorState();
@@ -225,8 +299,12 @@ InsertNewRun(const NewRun *run)
 		list_free(ExecInsertIndexTuples(rri, slot, estate, false, true, &conflict, arbiter));
 		table_tuple_complete_speculative(rel, slot, token, !conflict);
 		SpeculativeInsertionLockRelease(xid);
-		inserted = !conflict;
+		path = conflict ? CLAIM_USE_STATEMENT : CLAIM_INSERTED;
 	}
+	else if (!IsolationUsesXactSnapshot())
+		/* 3: the key is held. */
+		path = ExistingRunClaim(rel, &conflict_tid, estate->es_output_cid, run,
+								attnums, existing);
 
 	ExecDropSingleTupleTableSlot(slot);
 	ExecCloseIndices(rri);
@@ -235,7 +313,7 @@ InsertNewRun(const NewRun *run)
 	pfree(values);
 	pfree(nulls);
 	/* Later statements of the transaction see the run (SPI does the same). */
-	if (inserted)
+	if (path == CLAIM_INSERTED)
 		CommandCounterIncrement();
-	return inserted;
+	return path;
 }
