@@ -33,11 +33,16 @@
  * SERIALIZABLE for an existing row (the statement checks the row against
  * the transaction snapshot).
  *
- * The direct paths are taken only for the table they were written for:
+ * A duplicate claim also writes its event row directly (RecordDuplicate):
+ * the identity id from its sequence, at = now(), the details object built
+ * in C; jsonb_build_object and the executor start-up of the SPI INSERT were
+ * half of a duplicate claim.
+ *
+ * The direct paths are taken only for the tables they were written for:
  * every column known by name and type (or one with a constant default, or
  * a nullable one without default, left NULL), no insert trigger, rule,
  * CHECK constraint, generated column or row security, a primary key, and
- * INSERT, UPDATE and SELECT privileges for the current user (the function's
+ * the privileges the statement needs for the current user (the function's
  * owner). Anything else goes to the SPI statement.
  *
  *-------------------------------------------------------------------------
@@ -48,10 +53,11 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "utils/snapmgr.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
@@ -59,11 +65,21 @@
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "claim_direct.h"
+#include "events.h"
+
+/* A column the direct paths write, by name and type. */
+typedef struct KnownColumn
+{
+	const char *name;
+	Oid			type;
+} KnownColumn;
 
 /* The columns of idemgate.runs, as the claim statement fills them. */
 typedef enum RunColumn
@@ -73,11 +89,7 @@ typedef enum RunColumn
 	COL_REPLACES, COL_CREATED, COL_UPDATED, COL_VALIDATIONS, NUM_RUN_COLUMNS
 } RunColumn;
 
-static const struct
-{
-	const char *name;
-	Oid			type;
-}			run_columns[NUM_RUN_COLUMNS] = {
+static const KnownColumn run_columns[NUM_RUN_COLUMNS] = {
 	{"idempotency_key", TEXTOID}, {"workflow", TEXTOID}, {"state", TEXTOID},
 	{"payload_hash", BYTEAOID}, {"payload", JSONBOID}, {"lease_owner", UUIDOID},
 	{"lease_expires_at", TIMESTAMPTZOID}, {"lease_started_at", TIMESTAMPTZOID},
@@ -86,29 +98,55 @@ static const struct
 	{"updated_at", TIMESTAMPTZOID}, {"validations", INT4OID}
 };
 
-/* RunsRelid returns the OID of idemgate.runs, or InvalidOid. */
+/* The columns of idemgate.events, as the duplicate event statement fills them. */
+typedef enum EventColumn
+{
+	EV_ID, EV_AT, EV_KEY, EV_EFFECT, EV_KIND, EV_ACTOR, EV_DETAILS, NUM_EVENT_COLUMNS
+} EventColumn;
+
+static const KnownColumn event_columns[NUM_EVENT_COLUMNS] = {
+	{"id", INT8OID}, {"at", TIMESTAMPTZOID}, {"idempotency_key", TEXTOID},
+	{"effect_id", UUIDOID}, {"kind", TEXTOID}, {"actor", TEXTOID}, {"details", JSONBOID}
+};
+
+/* The identity sequence of events.id, kept until events is invalidated. */
+static Oid	events_relid = InvalidOid;
+static Oid	events_id_seq = InvalidOid;
+static bool events_callback_registered = false;
+
+/* ForgetEventsSequence drops the cached sequence when events changes. */
+static void
+ForgetEventsSequence(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == events_relid)
+	{
+		events_relid = InvalidOid;
+		events_id_seq = InvalidOid;
+	}
+}
+
+/* OurRelid returns the OID of idemgate.name, or InvalidOid. */
 static Oid
-RunsRelid(void)
+OurRelid(const char *name)
 {
 	Oid			nsp = get_namespace_oid("idemgate", true);
 
-	return OidIsValid(nsp) ? get_relname_relid("runs", nsp) : InvalidOid;
+	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 }
 
 /*
- * FillRunTuple puts the new run's values into values/nulls in the table's
- * column order and the attribute number of each known column into attnums,
- * and tells whether the table is one the direct paths were written for
- * (see the design note).
+ * FillRow puts the known columns' values (col/colnull, in the order of
+ * known) into values/nulls in the table's column order and the attribute
+ * number of each known column into attnums, and tells whether the table is
+ * one the direct paths were written for (see the design note). An identity
+ * column must be known; the caller fills it.
  */
 static bool
-FillRunTuple(Relation rel, const NewRun *run, Datum *values, bool *nulls,
-			 AttrNumber *attnums)
+FillRow(Relation rel, const KnownColumn *known, int nknown,
+		const Datum *col, const bool *colnull,
+		Datum *values, bool *nulls, AttrNumber *attnums)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
-	TimestampTz now = GetCurrentTransactionStartTimestamp();
-	Datum		col[NUM_RUN_COLUMNS];
-	bool		colnull[NUM_RUN_COLUMNS];
 	int			found = 0;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rules != NULL ||
@@ -123,28 +161,6 @@ FillRunTuple(Relation rel, const NewRun *run, Datum *values, bool *nulls,
 		 (desc->constr->num_check > 0 || desc->constr->has_generated_stored)))
 		return false;
 
-	memset(colnull, 0, sizeof(colnull));
-	col[COL_KEY] = PointerGetDatum(run->key);
-	col[COL_WORKFLOW] = PointerGetDatum(run->workflow);
-	colnull[COL_WORKFLOW] = run->workflow == NULL;
-	col[COL_STATE] = CStringGetTextDatum("processing");
-	col[COL_HASH] = PointerGetDatum(run->payload_hash);
-	col[COL_PAYLOAD] = JsonbPGetDatum(run->payload);
-	col[COL_OWNER] = UUIDPGetDatum(run->owner);
-	col[COL_EXPIRES] = DirectFunctionCall2(timestamptz_pl_interval,
-										   TimestampTzGetDatum(now),
-										   IntervalPGetDatum(run->lease));
-	col[COL_STARTED] = TimestampTzGetDatum(now);
-	col[COL_VERSION] = Int64GetDatum(0);
-	col[COL_FAILURES] = Int32GetDatum(0);
-	col[COL_RESULT] = (Datum) 0;
-	colnull[COL_RESULT] = true;
-	col[COL_REPLACES] = PointerGetDatum(run->replaces_key);
-	colnull[COL_REPLACES] = run->replaces_key == NULL;
-	col[COL_CREATED] = TimestampTzGetDatum(now);
-	col[COL_UPDATED] = TimestampTzGetDatum(now);
-	col[COL_VALIDATIONS] = Int32GetDatum(0);
-
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -154,10 +170,10 @@ FillRunTuple(Relation rel, const NewRun *run, Datum *values, bool *nulls,
 		nulls[i] = true;
 		if (att->attisdropped)
 			continue;
-		for (c = 0; c < NUM_RUN_COLUMNS; c++)
-			if (strcmp(NameStr(att->attname), run_columns[c].name) == 0)
+		for (c = 0; c < nknown; c++)
+			if (strcmp(NameStr(att->attname), known[c].name) == 0)
 				break;
-		if (c == NUM_RUN_COLUMNS)
+		if (c == nknown)
 		{
 			/* A column added later: a constant default, or nullable. */
 			Node	   *def = att->atthasdef ? build_column_default(rel, i + 1) : NULL;
@@ -167,18 +183,31 @@ FillRunTuple(Relation rel, const NewRun *run, Datum *values, bool *nulls,
 				values[i] = ((Const *) def)->constvalue;
 				nulls[i] = ((Const *) def)->constisnull;
 			}
-			else if (def != NULL || att->attnotnull)
+			else if (def != NULL || att->attnotnull || att->attidentity)
 				return false;
 			continue;
 		}
-		if (att->atttypid != run_columns[c].type)
+		if (att->atttypid != known[c].type)
 			return false;
 		values[i] = col[c];
 		nulls[i] = colnull[c];
 		attnums[c] = i + 1;
 		found++;
 	}
-	return found == NUM_RUN_COLUMNS;
+	return found == nknown;
+}
+
+/* StoreRow makes a slot of rel holding values/nulls. */
+static TupleTableSlot *
+StoreRow(Relation rel, const Datum *values, const bool *nulls)
+{
+	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
+													table_slot_callbacks(rel));
+	int			natts = RelationGetDescr(rel)->natts;
+
+	memcpy(slot->tts_values, values, sizeof(Datum) * natts);
+	memcpy(slot->tts_isnull, nulls, sizeof(bool) * natts);
+	return ExecStoreVirtualTuple(slot);
 }
 
 /* CopyAttr returns a detoasted copy of attribute attnum of slot, or 0 when NULL. */
@@ -248,7 +277,10 @@ ClaimPath
 ClaimDirect(const NewRun *run, ExistingRun *existing)
 {
 	const AclMode needed = ACL_INSERT | ACL_UPDATE | ACL_SELECT;
-	Oid			relid = RunsRelid();
+	Oid			relid = OurRelid("runs");
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	Datum		col[NUM_RUN_COLUMNS];
+	bool		colnull[NUM_RUN_COLUMNS];
 	Relation	rel;
 	Datum	   *values;
 	bool	   *nulls;
@@ -265,12 +297,35 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 		pg_class_aclmask(relid, GetUserId(), needed, ACLMASK_ALL) != needed)
 		return CLAIM_USE_STATEMENT;
 
+	memset(colnull, 0, sizeof(colnull));
+	col[COL_KEY] = PointerGetDatum(run->key);
+	col[COL_WORKFLOW] = PointerGetDatum(run->workflow);
+	colnull[COL_WORKFLOW] = run->workflow == NULL;
+	col[COL_STATE] = CStringGetTextDatum("processing");
+	col[COL_HASH] = PointerGetDatum(run->payload_hash);
+	col[COL_PAYLOAD] = JsonbPGetDatum(run->payload);
+	col[COL_OWNER] = UUIDPGetDatum(run->owner);
+	col[COL_EXPIRES] = DirectFunctionCall2(timestamptz_pl_interval,
+										   TimestampTzGetDatum(now),
+										   IntervalPGetDatum(run->lease));
+	col[COL_STARTED] = TimestampTzGetDatum(now);
+	col[COL_VERSION] = Int64GetDatum(0);
+	col[COL_FAILURES] = Int32GetDatum(0);
+	col[COL_RESULT] = (Datum) 0;
+	colnull[COL_RESULT] = true;
+	col[COL_REPLACES] = PointerGetDatum(run->replaces_key);
+	colnull[COL_REPLACES] = run->replaces_key == NULL;
+	col[COL_CREATED] = TimestampTzGetDatum(now);
+	col[COL_UPDATED] = TimestampTzGetDatum(now);
+	col[COL_VALIDATIONS] = Int32GetDatum(0);
+
 	/* The lock the statement takes; kept to the end of the transaction. */
 	rel = table_open(relid, RowExclusiveLock);
 	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
 	nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
 	pkey = RelationGetPrimaryKeyIndex(rel);
-	if (!OidIsValid(pkey) || !FillRunTuple(rel, run, values, nulls, attnums))
+	if (!OidIsValid(pkey) ||
+		!FillRow(rel, run_columns, NUM_RUN_COLUMNS, col, colnull, values, nulls, attnums))
 	{
 		table_close(rel, NoLock);
 		return CLAIM_USE_STATEMENT;
@@ -281,10 +336,7 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	ExecOpenIndices(rri, true);
-	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), table_slot_callbacks(rel));
-	memcpy(slot->tts_values, values, sizeof(Datum) * slot->tts_tupleDescriptor->natts);
-	memcpy(slot->tts_isnull, nulls, sizeof(bool) * slot->tts_tupleDescriptor->natts);
-	ExecStoreVirtualTuple(slot);
+	slot = StoreRow(rel, values, nulls);
 	arbiter = list_make1_oid(pkey);
 
 	/* 1: is the key held, or being inserted (then wait for the outcome)? */
@@ -316,4 +368,93 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	if (path == CLAIM_INSERTED)
 		CommandCounterIncrement();
 	return path;
+}
+
+/*
+ * RecordDuplicate writes the duplicate event of a claim of key (details:
+ * workflow when there is one, state, version) as the statement
+ * INSERT INTO idemgate.events (idempotency_key, kind, actor, details) would,
+ * and returns true; or returns false, having written nothing, when the
+ * events table is not the one it was written for (the caller then runs the
+ * statement).
+ */
+bool
+RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null,
+				Datum state, int64 version)
+{
+	Oid			relid = OurRelid("events");
+	Relation	rel;
+	Datum		col[NUM_EVENT_COLUMNS];
+	bool		colnull[NUM_EVENT_COLUMNS];
+	AttrNumber	attnums[NUM_EVENT_COLUMNS];
+	Datum	   *values;
+	bool	   *nulls;
+	EventDetails details;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+
+	if (!OidIsValid(relid) ||
+		pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		return false;
+
+	/* jsonb_strip_nulls(jsonb_build_object('workflow', ..., 'state', ..., 'version', ...)) */
+	DetailsInit(&details);
+	if (!workflow_null)
+		DetailsText(&details, "workflow", TextDatumGetCString(workflow));
+	DetailsText(&details, "state", TextDatumGetCString(state));
+	DetailsInt(&details, "version", version);
+
+	memset(colnull, 0, sizeof(colnull));
+	col[EV_ID] = (Datum) 0;		/* below, once the table is known to fit */
+	col[EV_AT] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	col[EV_KEY] = PointerGetDatum(key);
+	col[EV_EFFECT] = (Datum) 0;
+	colnull[EV_EFFECT] = true;
+	col[EV_KIND] = CStringGetTextDatum("duplicate");
+	col[EV_ACTOR] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
+	colnull[EV_ACTOR] = actor == NULL;
+	col[EV_DETAILS] = JsonbPGetDatum(DetailsFinish(&details));
+
+	rel = table_open(relid, RowExclusiveLock);
+	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
+	nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	if (!FillRow(rel, event_columns, NUM_EVENT_COLUMNS, col, colnull, values, nulls, attnums) ||
+		!TupleDescAttr(RelationGetDescr(rel), attnums[EV_ID] - 1)->attidentity)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+
+	/* id: the identity's next value, as the executor takes it. */
+	if (events_relid != relid)
+	{
+		if (!events_callback_registered)
+		{
+			CacheRegisterRelcacheCallback(ForgetEventsSequence, (Datum) 0);
+			events_callback_registered = true;
+		}
+		events_id_seq = getIdentitySequence(relid, attnums[EV_ID], false);
+		events_relid = relid;
+	}
+	values[attnums[EV_ID] - 1] = Int64GetDatum(nextval_internal(events_id_seq, false));
+	nulls[attnums[EV_ID] - 1] = false;
+
+	estate = CreateExecutorState();
+	estate->es_output_cid = GetCurrentCommandId(true);
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = StoreRow(rel, values, nulls);
+	table_tuple_insert(rel, slot, estate->es_output_cid, 0, NULL);
+	list_free(ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL));
+
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	pfree(values);
+	pfree(nulls);
+	CommandCounterIncrement();
+	return true;
 }

@@ -45,5 +45,7 @@ typedef enum ClaimPath
 } ClaimPath;
 
 extern ClaimPath ClaimDirect(const NewRun *run, ExistingRun *existing);
+extern bool RecordDuplicate(text *key, const char *actor, Datum workflow,
+							bool workflow_null, Datum state, int64 version);
 
 #endif

@@ -339,6 +339,9 @@ ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
 	out->values[5] = result;
 	out->nulls[5] = result_null;
 
+	/* Without SQL where it can (src/claim_direct.c). */
+	if (RecordDuplicate(key, actor, workflow, workflow_null, state, version))
+		return;
 	dup[0] = PointerGetDatum(key);
 	dup[1] = (Datum) 0;
 	if (actor)
