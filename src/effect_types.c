@@ -19,10 +19,12 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "args.h"
 #include "effect_types.h"
@@ -73,12 +75,20 @@ static SavedStatement unregister_stmt = {
 	1, {TEXTOID}
 };
 
-/* EffectTypePaused reads the pause table; see effect_types.h. */
+/*
+ * EffectTypePaused reads the pause table; see effect_types.h. A database
+ * still at 1.0 (this library installed, ALTER EXTENSION UPDATE not run yet)
+ * has no pause table, so nothing there can be paused: the pull API keeps
+ * working through the upgrade window.
+ */
 bool
 EffectTypePaused(const char *effect_type)
 {
 	Datum		values[1];
+	Oid			nsp = get_namespace_oid("idemgate", true);
 
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("paused_effect_types", nsp)))
+		return false;
 	values[0] = CStringGetTextDatum(effect_type);
 	if (ExecSaved(&paused_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read idemgate.paused_effect_types");
