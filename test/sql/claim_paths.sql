@@ -5,7 +5,8 @@
 -- entries, visible to the rest of the transaction, and that it gives way
 -- to the statement when the table is not the one it was written for: a
 -- column added later (its default is still applied) or an insert trigger
--- (it still fires). pgTAP.
+-- (it still fires). The same for a duplicate claim, which locks and reads
+-- the run and writes its event row without SQL. pgTAP.
 \set ECHO none
 \set QUIET 1
 \pset format unaligned
@@ -86,6 +87,63 @@ CREATE TRIGGER cp_mark BEFORE INSERT ON idemgate.runs FOR EACH ROW EXECUTE FUNCT
 SELECT is((SELECT outcome FROM idemgate.claim('cp-trig', '{}')), 'claimed', 'claimed with an insert trigger');
 SELECT is((SELECT workflow FROM idemgate.runs WHERE idempotency_key = 'cp-trig'), 'marked by trigger', 'the trigger fired');
 ROLLBACK;
+
+-- A duplicate claim writes its event row without SQL too: the same kind,
+-- key, actor and details as the statement (workflow only when the run has
+-- one; the actor is supersede's operator), at now().
+BEGIN;
+SELECT is((SELECT outcome FROM idemgate.claim('cp-dup1', '{"n": 1}', '1 minute', 'cp-flow')), 'claimed', 'cp-dup1 claimed');
+SELECT is((SELECT outcome FROM idemgate.claim('cp-dup2', '{"n": 2}')), 'claimed', 'cp-dup2 claimed');
+SELECT is((SELECT outcome FROM idemgate.claim('cp-orig', '{}')), 'claimed', 'cp-orig claimed');
+SELECT ok(idemgate.cas_transition('cp-orig', (SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = 'cp-orig'),
+                                  0, 'completed', '{"done": true}') IS NOT NULL, 'cp-orig completed');
+SELECT results_eq(
+  $$SELECT outcome, idempotency_key, state, lease_owner, version, result
+      FROM idemgate.claim('cp-dup1', '{"n": 1}')
+    UNION ALL SELECT * FROM idemgate.claim('cp-dup2', '{"n": 2}')
+    UNION ALL SELECT * FROM idemgate.claim('cp-orig', '{}')
+    UNION ALL SELECT * FROM idemgate.supersede('cp-orig', 'cp-dup2', '{"n": 2}', 'ana', 'fix')$$,
+  $$VALUES ('duplicate', 'cp-dup1', 'processing', NULL::uuid, 0::bigint, NULL::jsonb),
+           ('duplicate', 'cp-dup2', 'processing', NULL, 0, NULL),
+           ('duplicate', 'cp-orig', 'completed', NULL, 1, '{"done": true}'),
+           ('duplicate', 'cp-dup2', 'processing', NULL, 0, NULL)$$,
+  'duplicates: state, version and result of the run, no owner');
+SELECT results_eq(
+  $$SELECT idempotency_key, kind, actor, details, at = now(), effect_id IS NULL
+      FROM idemgate.events WHERE idempotency_key LIKE 'cp-%' AND kind = 'duplicate' ORDER BY id$$,
+  $$VALUES ('cp-dup1', 'duplicate', NULL::text, '{"state": "processing", "version": 0, "workflow": "cp-flow"}'::jsonb, true, true),
+           ('cp-dup2', 'duplicate', NULL, '{"state": "processing", "version": 0}', true, true),
+           ('cp-orig', 'duplicate', NULL, '{"state": "completed", "version": 1}', true, true),
+           ('cp-dup2', 'duplicate', 'ana', '{"state": "processing", "version": 0}', true, true)$$,
+  'duplicate events as the statement writes them');
+SET LOCAL enable_seqscan = off;
+SELECT is((SELECT count(*) FROM idemgate.events WHERE kind = 'duplicate' AND details->>'workflow' = 'cp-flow'),
+          1::bigint, 'the event is in the workflow index');
+RESET enable_seqscan;
+-- An insert trigger on events fires for a duplicate claim.
+CREATE FUNCTION public.cp_mark_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.actor := 'marked by trigger';
+  RETURN NEW;
+END $$;
+CREATE TRIGGER cp_mark_event BEFORE INSERT ON idemgate.events FOR EACH ROW EXECUTE FUNCTION public.cp_mark_event();
+SELECT is((SELECT outcome FROM idemgate.claim('cp-dup1', '{"n": 1}')), 'duplicate', 'duplicate with an events trigger');
+SELECT is((SELECT actor FROM idemgate.events WHERE idempotency_key = 'cp-dup1' ORDER BY id DESC LIMIT 1),
+          'marked by trigger', 'the events trigger fired');
+ROLLBACK;
+
+-- In REPEATABLE READ a key that exists goes through the statement: the
+-- same outcomes.
+SELECT is((SELECT outcome FROM idemgate.claim('cp-rr', '{}')), 'claimed', 'cp-rr claimed');
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT is((SELECT outcome || ' ' || state || ' ' || version FROM idemgate.claim('cp-rr', '{}')),
+          'duplicate processing 0', 'repeatable read: duplicate');
+SELECT throws_ok($$SELECT * FROM idemgate.claim('cp-rr', '{"other": 1}')$$, 'IG001', NULL,
+                 'repeatable read: another payload is IG001');
+SELECT is((SELECT outcome FROM idemgate.claim('cp-rr-new', '{}')), 'claimed', 'repeatable read: a new key is claimed');
+ROLLBACK;
+DELETE FROM idemgate.events WHERE idempotency_key = 'cp-rr';
+DELETE FROM idemgate.runs WHERE idempotency_key = 'cp-rr';
 
 SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key LIKE 'cp-%'), 0::bigint, 'nothing left behind');
 
