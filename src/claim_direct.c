@@ -38,6 +38,9 @@
  * in C; jsonb_build_object and the executor start-up of the SPI INSERT were
  * half of a duplicate claim.
  *
+ * What each table looks like (does it fit, where each column is) is kept
+ * per backend and forgotten on any relcache invalidation of the table.
+ *
  * The direct paths are taken only for the tables they were written for:
  * every column known by name and type (or one with a constant default, or
  * a nullable one without default, left NULL), no insert trigger, rule,
@@ -67,12 +70,12 @@
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "claim_direct.h"
-#include "events.h"
 
 /* A column the direct paths write, by name and type. */
 typedef struct KnownColumn
@@ -109,20 +112,50 @@ static const KnownColumn event_columns[NUM_EVENT_COLUMNS] = {
 	{"effect_id", UUIDOID}, {"kind", TEXTOID}, {"actor", TEXTOID}, {"details", JSONBOID}
 };
 
-/* The identity sequence of events.id, kept until events is invalidated. */
-static Oid	events_relid = InvalidOid;
-static Oid	events_id_seq = InvalidOid;
-static bool events_callback_registered = false;
+/* Columns a table may have for the direct paths (runs has 15). */
+#define MAX_DIRECT_ATTS 64
 
-/* ForgetEventsSequence drops the cached sequence when events changes. */
-static void
-ForgetEventsSequence(Datum arg, Oid relid)
+/* A column the direct paths do not know: NULL, or its constant default. */
+#define ATT_NULL (-1)
+#define ATT_CONST_DEFAULT (-2)
+
+/*
+ * What the direct paths know about one of our tables, from its relcache
+ * entry: kept until a relcache invalidation of the table (any ALTER, a new
+ * trigger, rule, policy or index, a drop) makes the next call look again.
+ */
+typedef struct DirectTable
 {
-	if (relid == InvalidOid || relid == events_relid)
-	{
-		events_relid = InvalidOid;
-		events_id_seq = InvalidOid;
-	}
+	const char *name;
+	const KnownColumn *known;
+	int			nknown;
+	Oid			relid;			/* InvalidOid: look it up again */
+	bool		checked;		/* fits, map, attnums and id_seq are current */
+	bool		fits;			/* the table is one the direct paths fit */
+	int			natts;
+	int16		map[MAX_DIRECT_ATTS];	/* known column of each attribute, or ATT_* */
+	AttrNumber	attnums[NUM_RUN_COLUMNS];	/* attribute of each known column */
+	Oid			id_seq;			/* the identity sequence of column "id", if any */
+} DirectTable;
+
+static DirectTable runs_table = {"runs", run_columns, NUM_RUN_COLUMNS};
+static DirectTable events_table = {"events", event_columns, NUM_EVENT_COLUMNS};
+static bool callback_registered = false;
+
+StaticAssertDecl((int) NUM_EVENT_COLUMNS <= (int) NUM_RUN_COLUMNS, "attnums too small for events");
+
+/* ForgetTables drops what is known about a table when it changes. */
+static void
+ForgetTables(Datum arg, Oid relid)
+{
+	DirectTable *tables[] = {&runs_table, &events_table};
+
+	for (int i = 0; i < lengthof(tables); i++)
+		if (relid == InvalidOid || relid == tables[i]->relid)
+		{
+			tables[i]->relid = InvalidOid;
+			tables[i]->checked = false;
+		}
 }
 
 /* OurRelid returns the OID of idemgate.name, or InvalidOid. */
@@ -135,21 +168,21 @@ OurRelid(const char *name)
 }
 
 /*
- * FillRow puts the known columns' values (col/colnull, in the order of
- * known) into values/nulls in the table's column order and the attribute
- * number of each known column into attnums, and tells whether the table is
- * one the direct paths were written for (see the design note). An identity
- * column must be known; the caller fills it.
+ * CheckDirectTable tells (in t->fits) whether rel is a table the direct
+ * paths were written for (see the design note), and maps its columns.
  */
-static bool
-FillRow(Relation rel, const KnownColumn *known, int nknown,
-		const Datum *col, const bool *colnull,
-		Datum *values, bool *nulls, AttrNumber *attnums)
+static void
+CheckDirectTable(DirectTable *t, Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			found = 0;
 
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rules != NULL ||
+	t->checked = true;
+	t->fits = false;
+	t->natts = desc->natts;
+	t->id_seq = InvalidOid;
+	if (desc->natts > MAX_DIRECT_ATTS ||
+		rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rules != NULL ||
 		rel->rd_rel->relrowsecurity ||
 		(rel->trigdesc != NULL &&
 		 (rel->trigdesc->trig_insert_before_row || rel->trigdesc->trig_insert_after_row ||
@@ -159,42 +192,120 @@ FillRow(Relation rel, const KnownColumn *known, int nknown,
 		  rel->trigdesc->trig_insert_new_table)) ||
 		(desc->constr != NULL &&
 		 (desc->constr->num_check > 0 || desc->constr->has_generated_stored)))
-		return false;
+		return;
 
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		int			c;
 
-		values[i] = (Datum) 0;
-		nulls[i] = true;
+		t->map[i] = ATT_NULL;
 		if (att->attisdropped)
 			continue;
-		for (c = 0; c < nknown; c++)
-			if (strcmp(NameStr(att->attname), known[c].name) == 0)
+		for (c = 0; c < t->nknown; c++)
+			if (strcmp(NameStr(att->attname), t->known[c].name) == 0)
 				break;
-		if (c == nknown)
+		if (c == t->nknown)
 		{
 			/* A column added later: a constant default, or nullable. */
 			Node	   *def = att->atthasdef ? build_column_default(rel, i + 1) : NULL;
 
 			if (def != NULL && IsA(def, Const))
-			{
-				values[i] = ((Const *) def)->constvalue;
-				nulls[i] = ((Const *) def)->constisnull;
-			}
+				t->map[i] = ATT_CONST_DEFAULT;
 			else if (def != NULL || att->attnotnull || att->attidentity)
-				return false;
+				return;
 			continue;
 		}
-		if (att->atttypid != known[c].type)
-			return false;
-		values[i] = col[c];
-		nulls[i] = colnull[c];
-		attnums[c] = i + 1;
+		if (att->atttypid != t->known[c].type)
+			return;
+		if (att->attidentity)
+		{
+			/* Only "id" of events, filled from its sequence. */
+			if (strcmp(t->known[c].name, "id") != 0)
+				return;
+			t->id_seq = getIdentitySequence(RelationGetRelid(rel), i + 1, false);
+		}
+		t->map[i] = c;
+		t->attnums[c] = i + 1;
 		found++;
 	}
-	return found == nknown;
+	t->fits = found == t->nknown;
+}
+
+/*
+ * OpenDirectTable opens idemgate.<t->name> with the lock an INSERT takes
+ * (kept to the end of the transaction) when it fits the direct paths, or
+ * returns NULL.
+ */
+static Relation
+OpenDirectTable(DirectTable *t)
+{
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(ForgetTables, (Datum) 0);
+		callback_registered = true;
+	}
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		Oid			relid;
+		Relation	rel;
+
+		if (!OidIsValid(t->relid))
+		{
+			t->checked = false;
+			t->relid = OurRelid(t->name);
+		}
+		relid = t->relid;
+		if (!OidIsValid(relid))
+			return NULL;
+		rel = try_table_open(relid, RowExclusiveLock);
+		/* Invalidations taken in with the lock may have reset t. */
+		if (rel != NULL && t->relid == relid)
+		{
+			if (!t->checked || t->natts != RelationGetDescr(rel)->natts)
+				CheckDirectTable(t, rel);
+			if (t->fits)
+				return rel;
+			table_close(rel, NoLock);
+			return NULL;
+		}
+		if (rel != NULL)
+			table_close(rel, NoLock);
+		t->relid = InvalidOid;
+	}
+	return NULL;
+}
+
+/*
+ * FillRow puts the known columns' values (col/colnull, in the order of
+ * t->known) into values/nulls in the table's column order.
+ */
+static void
+FillRow(DirectTable *t, Relation rel, const Datum *col, const bool *colnull,
+		Datum *values, bool *nulls)
+{
+	for (int i = 0; i < t->natts; i++)
+	{
+		int			c = t->map[i];
+
+		if (c >= 0)
+		{
+			values[i] = col[c];
+			nulls[i] = colnull[c];
+		}
+		else if (c == ATT_CONST_DEFAULT)
+		{
+			Const	   *def = (Const *) build_column_default(rel, i + 1);
+
+			values[i] = def->constvalue;
+			nulls[i] = def->constisnull;
+		}
+		else
+		{
+			values[i] = (Datum) 0;
+			nulls[i] = true;
+		}
+	}
 }
 
 /* StoreRow makes a slot of rel holding values/nulls. */
@@ -277,14 +388,12 @@ ClaimPath
 ClaimDirect(const NewRun *run, ExistingRun *existing)
 {
 	const AclMode needed = ACL_INSERT | ACL_UPDATE | ACL_SELECT;
-	Oid			relid = OurRelid("runs");
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	Datum		col[NUM_RUN_COLUMNS];
 	bool		colnull[NUM_RUN_COLUMNS];
 	Relation	rel;
 	Datum	   *values;
 	bool	   *nulls;
-	AttrNumber	attnums[NUM_RUN_COLUMNS];
 	Oid			pkey;
 	EState	   *estate;
 	ResultRelInfo *rri;
@@ -293,9 +402,6 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	ItemPointerData conflict_tid;
 	ClaimPath	path = CLAIM_USE_STATEMENT;
 
-	if (!OidIsValid(relid) ||
-		pg_class_aclmask(relid, GetUserId(), needed, ACLMASK_ALL) != needed)
-		return CLAIM_USE_STATEMENT;
 
 	memset(colnull, 0, sizeof(colnull));
 	col[COL_KEY] = PointerGetDatum(run->key);
@@ -320,12 +426,19 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	col[COL_VALIDATIONS] = Int32GetDatum(0);
 
 	/* The lock the statement takes; kept to the end of the transaction. */
-	rel = table_open(relid, RowExclusiveLock);
-	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
-	nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
+	rel = OpenDirectTable(&runs_table);
+	if (rel == NULL)
+		return CLAIM_USE_STATEMENT;
 	pkey = RelationGetPrimaryKeyIndex(rel);
-	if (!OidIsValid(pkey) ||
-		!FillRow(rel, run_columns, NUM_RUN_COLUMNS, col, colnull, values, nulls, attnums))
+	if (!OidIsValid(pkey))
+	{
+		table_close(rel, NoLock);
+		return CLAIM_USE_STATEMENT;
+	}
+	values = palloc(sizeof(Datum) * runs_table.natts);
+	nulls = palloc(sizeof(bool) * runs_table.natts);
+	FillRow(&runs_table, rel, col, colnull, values, nulls);
+	if (pg_class_aclmask(RelationGetRelid(rel), GetUserId(), needed, ACLMASK_ALL) != needed)
 	{
 		table_close(rel, NoLock);
 		return CLAIM_USE_STATEMENT;
@@ -356,7 +469,7 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	else if (!IsolationUsesXactSnapshot())
 		/* 3: the key is held. */
 		path = ExistingRunClaim(rel, &conflict_tid, estate->es_output_cid, run,
-								attnums, existing);
+								runs_table.attnums, existing);
 
 	ExecDropSingleTupleTableSlot(slot);
 	ExecCloseIndices(rri);
@@ -370,43 +483,83 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	return path;
 }
 
+/* PushMember adds "key": value to the object being built in *ps. */
+static void
+PushMember(JsonbParseState **ps, const char *key, JsonbValue *value)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	pushJsonbValue(ps, WJB_KEY, &k);
+	pushJsonbValue(ps, WJB_VALUE, value);
+}
+
 /*
- * RecordDuplicate writes the duplicate event of a claim of key (details:
- * workflow when there is one, state, version) as the statement
- * INSERT INTO idemgate.events (idempotency_key, kind, actor, details) would,
- * and returns true; or returns false, having written nothing, when the
- * events table is not the one it was written for (the caller then runs the
- * statement).
+ * DuplicateDetails builds jsonb_strip_nulls(jsonb_build_object('workflow',
+ * workflow, 'state', state, 'version', version)).
+ */
+static Jsonb *
+DuplicateDetails(Datum workflow, bool workflow_null, Datum state, int64 version)
+{
+	JsonbParseState *ps = NULL;
+	JsonbValue	v;
+	text	   *t;
+
+	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	if (!workflow_null)
+	{
+		t = DatumGetTextPP(workflow);
+		v.type = jbvString;
+		v.val.string.val = VARDATA_ANY(t);
+		v.val.string.len = VARSIZE_ANY_EXHDR(t);
+		PushMember(&ps, "workflow", &v);
+	}
+	t = DatumGetTextPP(state);
+	v.type = jbvString;
+	v.val.string.val = VARDATA_ANY(t);
+	v.val.string.len = VARSIZE_ANY_EXHDR(t);
+	PushMember(&ps, "state", &v);
+	v.type = jbvNumeric;
+	v.val.numeric = int64_to_numeric(version);
+	PushMember(&ps, "version", &v);
+	return JsonbValueToJsonb(pushJsonbValue(&ps, WJB_END_OBJECT, NULL));
+}
+
+/*
+ * RecordDuplicate writes the duplicate event of a claim of key as the
+ * statement INSERT INTO idemgate.events (idempotency_key, kind, actor,
+ * details) would, and returns true; or returns false, having written
+ * nothing, when the events table is not the one it was written for (the
+ * caller then runs the statement).
  */
 bool
 RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null,
 				Datum state, int64 version)
 {
-	Oid			relid = OurRelid("events");
 	Relation	rel;
 	Datum		col[NUM_EVENT_COLUMNS];
 	bool		colnull[NUM_EVENT_COLUMNS];
-	AttrNumber	attnums[NUM_EVENT_COLUMNS];
 	Datum	   *values;
 	bool	   *nulls;
-	EventDetails details;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 
-	if (!OidIsValid(relid) ||
-		pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+	rel = OpenDirectTable(&events_table);
+	if (rel == NULL)
 		return false;
-
-	/* jsonb_strip_nulls(jsonb_build_object('workflow', ..., 'state', ..., 'version', ...)) */
-	DetailsInit(&details);
-	if (!workflow_null)
-		DetailsText(&details, "workflow", TextDatumGetCString(workflow));
-	DetailsText(&details, "state", TextDatumGetCString(state));
-	DetailsInt(&details, "version", version);
+	if (!OidIsValid(events_table.id_seq) ||
+		pg_class_aclcheck(RelationGetRelid(rel), GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
 
 	memset(colnull, 0, sizeof(colnull));
-	col[EV_ID] = (Datum) 0;		/* below, once the table is known to fit */
+	/* id: the identity's next value, taken as the executor takes it. */
+	col[EV_ID] = Int64GetDatum(nextval_internal(events_table.id_seq, false));
 	col[EV_AT] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	col[EV_KEY] = PointerGetDatum(key);
 	col[EV_EFFECT] = (Datum) 0;
@@ -414,31 +567,10 @@ RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null
 	col[EV_KIND] = CStringGetTextDatum("duplicate");
 	col[EV_ACTOR] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
 	colnull[EV_ACTOR] = actor == NULL;
-	col[EV_DETAILS] = JsonbPGetDatum(DetailsFinish(&details));
-
-	rel = table_open(relid, RowExclusiveLock);
-	values = palloc(sizeof(Datum) * RelationGetDescr(rel)->natts);
-	nulls = palloc(sizeof(bool) * RelationGetDescr(rel)->natts);
-	if (!FillRow(rel, event_columns, NUM_EVENT_COLUMNS, col, colnull, values, nulls, attnums) ||
-		!TupleDescAttr(RelationGetDescr(rel), attnums[EV_ID] - 1)->attidentity)
-	{
-		table_close(rel, NoLock);
-		return false;
-	}
-
-	/* id: the identity's next value, as the executor takes it. */
-	if (events_relid != relid)
-	{
-		if (!events_callback_registered)
-		{
-			CacheRegisterRelcacheCallback(ForgetEventsSequence, (Datum) 0);
-			events_callback_registered = true;
-		}
-		events_id_seq = getIdentitySequence(relid, attnums[EV_ID], false);
-		events_relid = relid;
-	}
-	values[attnums[EV_ID] - 1] = Int64GetDatum(nextval_internal(events_id_seq, false));
-	nulls[attnums[EV_ID] - 1] = false;
+	col[EV_DETAILS] = JsonbPGetDatum(DuplicateDetails(workflow, workflow_null, state, version));
+	values = palloc(sizeof(Datum) * events_table.natts);
+	nulls = palloc(sizeof(bool) * events_table.natts);
+	FillRow(&events_table, rel, col, colnull, values, nulls);
 
 	estate = CreateExecutorState();
 	estate->es_output_cid = GetCurrentCommandId(true);
