@@ -31,7 +31,8 @@
  * updates it), a lost race in step 2, a row updated or deleted before the
  * lock (TM_Updated/TM_Deleted: the statement retries), REPEATABLE READ and
  * SERIALIZABLE for an existing row (the statement checks the row against
- * the transaction snapshot).
+ * the transaction snapshot), a read-only transaction or parallel mode (the
+ * statement raises their errors).
  *
  * A duplicate claim also writes its event row directly (RecordDuplicate):
  * the identity id from its sequence, at = now(), the details object built
@@ -403,6 +404,10 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	ClaimPath	path = CLAIM_USE_STATEMENT;
 
 
+	/* The statement raises the errors of these (a read-only transaction). */
+	if (XactReadOnly || IsInParallelMode())
+		return CLAIM_USE_STATEMENT;
+
 	memset(colnull, 0, sizeof(colnull));
 	col[COL_KEY] = PointerGetDatum(run->key);
 	col[COL_WORKFLOW] = PointerGetDatum(run->workflow);
@@ -547,6 +552,8 @@ RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;
 
+	if (XactReadOnly || IsInParallelMode())
+		return false;
 	rel = OpenDirectTable(&events_table);
 	if (rel == NULL)
 		return false;

@@ -17,36 +17,18 @@ N1=${N1:-500}
 N2=${N2:-5500}
 SCRIPTS=${SCRIPTS:-baseline.sql claim.sql baseline_dup.sql claim_dup.sql}
 here=$(cd "$(dirname "$0")" && pwd)
-bindir=$(pg_config --bindir)
-work=$(mktemp -d /tmp/idemgate-bench-instr.XXXXXX)
-chown postgres "$work"
-port=${PORT:-55433}
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() {
-	as_pg "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
+# shellcheck source=bench/lib.sh
+. "$here/../lib.sh"
+bench_cluster instr 55433 "autovacuum = off" "synchronous_commit = off"
+keep_cleanup() {
 	if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$work"/cg.* "$KEEP"/ 2>/dev/null || true; fi
-	rm -rf "$work"
+	as_pg "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
+	bench_cleanup
 }
-trap cleanup EXIT
-
-as_pg "$bindir/initdb" -D "$work/data" -A trust >/dev/null
-cat >> "$work/data/postgresql.conf" <<CONF
-port = $port
-unix_socket_directories = '$work'
-listen_addresses = ''
-shared_preload_libraries = 'idemgate'
-idemgate.dispatchers = 0
-autovacuum = off
-shared_buffers = 256MB
-max_wal_size = 4GB
-synchronous_commit = off
-CONF
-as_pg "$bindir/pg_ctl" -D "$work/data" -l "$work/log" -w start >/dev/null
-psql_() { as_pg "$bindir/psql" -h "$work" -p "$port" -X -q -v ON_ERROR_STOP=1 "$@"; }
-psql_ -d postgres -c "CREATE DATABASE bench"
+trap keep_cleanup EXIT
 psql_ -d bench -c "CREATE EXTENSION idemgate" \
       -c "CREATE TABLE bench_runs (LIKE idemgate.runs INCLUDING DEFAULTS, PRIMARY KEY (idempotency_key))"
-psql_ -d bench <<'SQL'
+psql_ -d bench >/dev/null <<'SQL'
 SELECT count(*) FROM generate_series(1, 100000) g,
   LATERAL idemgate.claim('dup-' || g,
     '{"order": 4471, "customer": "ACME", "amount": 129.5, "lines": [1, 2, 3]}'::jsonb, '1 hour') c;
@@ -60,7 +42,7 @@ VACUUM ANALYZE;
 CHECKPOINT;
 SQL
 [ -n "${SETUP_SQL:-}" ] && psql_ -d bench -c "$SETUP_SQL"
-cp "$here"/*.sql "$work"/ && chown postgres "$work"/*.sql
+bench_copy "$here"/*.sql
 as_pg "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null
 
 # The same cluster, now under callgrind.

@@ -145,6 +145,12 @@ ROLLBACK;
 DELETE FROM idemgate.events WHERE idempotency_key = 'cp-rr';
 DELETE FROM idemgate.runs WHERE idempotency_key = 'cp-rr';
 
+-- A read-only transaction writes nothing: the statement's error.
+BEGIN READ ONLY;
+SELECT throws_ok($$SELECT * FROM idemgate.claim('cp-ro', '{}')$$, '25006', NULL,
+                 'read-only transaction: claim refused');
+ROLLBACK;
+
 SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key LIKE 'cp-%'), 0::bigint, 'nothing left behind');
 
 SELECT * FROM finish();
