@@ -143,6 +143,8 @@ SELECT throws_ok($$SELECT * FROM idemgate.claim('cp-rr', '{"other": 1}')$$, 'IG0
 SELECT is((SELECT outcome FROM idemgate.claim('cp-rr-new', '{}')), 'claimed', 'repeatable read: a new key is claimed');
 ROLLBACK;
 DELETE FROM idemgate.events WHERE idempotency_key = 'cp-rr';
+DELETE FROM idemgate.outbox WHERE idempotency_key = 'cp-rr';
+DELETE FROM idemgate.approvals WHERE idempotency_key = 'cp-rr';
 DELETE FROM idemgate.runs WHERE idempotency_key = 'cp-rr';
 
 -- A read-only transaction writes nothing: the statement's error.

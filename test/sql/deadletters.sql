@@ -186,4 +186,6 @@ DROP SCHEMA tap;
 
 -- Clean up this file's rows (other files share the database).
 DELETE FROM idemgate.dead_letters WHERE idempotency_key LIKE 'deadletters-%';
+DELETE FROM idemgate.outbox WHERE idempotency_key LIKE 'deadletters-%';
+DELETE FROM idemgate.approvals WHERE idempotency_key LIKE 'deadletters-%';
 DELETE FROM idemgate.runs WHERE idempotency_key LIKE 'deadletters-%';

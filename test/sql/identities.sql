@@ -84,6 +84,8 @@ SELECT is((SELECT count(*) FROM idemgate.approvals WHERE idempotency_key = 'id-5
 SELECT results_eq($$SELECT requested_by, audience FROM idemgate.approvals WHERE idempotency_key = 'id-3'$$,
                   $$VALUES ('alice', ARRAY['Bob', pg_temp.u('6a6f7365cc81')])$$, 'identities stored as given');
 
+DELETE FROM idemgate.outbox WHERE idempotency_key LIKE 'id-%';
+DELETE FROM idemgate.approvals WHERE idempotency_key LIKE 'id-%';
 DELETE FROM idemgate.runs WHERE idempotency_key LIKE 'id-%';
 
 SELECT * FROM finish();

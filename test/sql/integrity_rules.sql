@@ -1,9 +1,10 @@
 -- Integrity rules that 1.0 kept with CHECK constraints on the hot tables
--- (runs.idempotency_key 1..512 bytes, runs.state, outbox.state) are kept by
--- the C code since 1.1 (sql/1.0--1.1/50_performance.sql: a CHECK costs
--- ~10 µs per write through SPI in PostgreSQL 15). This file shows that no
--- function lets a bad value in, and that rows written through every path
--- satisfy the rules. pgTAP.
+-- (runs.idempotency_key 1..512 bytes, runs.state, outbox.state) and with
+-- the foreign keys of outbox and approvals to runs are kept by the C code
+-- since 1.1 (sql/1.0--1.1/50_performance.sql: a CHECK costs ~10 µs per
+-- write through SPI in PostgreSQL 15, a foreign key a trigger query per
+-- row). This file shows that no function lets a bad value or an orphan in,
+-- and that rows written through every path satisfy the rules. pgTAP.
 \set ECHO none
 \set QUIET 1
 \pset format unaligned
@@ -96,6 +97,58 @@ SELECT is_empty($$SELECT effect_id, state FROM idemgate.outbox
                    WHERE state NOT IN ('pending', 'sending', 'completed', 'unknown', 'failed', 'cancelled')$$,
                 'no effect with a bad state');
 SELECT is((SELECT max(octet_length(idempotency_key)) FROM idemgate.runs), 512, 'the longest key is 512 bytes');
+
+-- Every effect and approval has its run. The foreign keys are gone ...
+SELECT is_empty($$SELECT conrelid::regclass, conname FROM pg_constraint
+                   WHERE conrelid IN ('idemgate.outbox'::regclass, 'idemgate.approvals'::regclass) AND contype = 'f'$$,
+                'no foreign key on outbox or approvals');
+-- ... the inserting functions only write for a run they hold (a missing
+-- run, or one that is not the caller's, gets a row of NULLs and nothing) ...
+SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect('ir-no-such-run', gen_random_uuid(), 0,
+                      '{"type": "ir_mail", "target": "x", "payload": {}}')$$,
+                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'enqueue_effect for a run that does not exist: NULLs');
+SELECT results_eq($$SELECT approval_id, token FROM idemgate.request_approval('ir-no-such-run', gen_random_uuid(), 0,
+                      '{"type": "ir_mail", "target": "x", "payload": {}}')$$,
+                  $$VALUES (NULL::uuid, NULL::text)$$, 'request_approval for a run that does not exist: NULLs');
+SELECT is_empty($$SELECT 'effect' FROM idemgate.outbox WHERE idempotency_key = 'ir-no-such-run'
+                  UNION ALL SELECT 'approval' FROM idemgate.approvals WHERE idempotency_key = 'ir-no-such-run'$$,
+                'and nothing was written for it');
+-- ... a finished run with an effect and an approval is purged with them
+-- (purge.sql shows the same for every kind of child) ...
+CREATE FUNCTION pg_temp.approved_and_delivered(k text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE c record; a record; e record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim(k, '{}');
+  SELECT * INTO a FROM idemgate.request_approval(k, c.lease_owner, c.version,
+      '{"type": "ir_purge", "target": "x", "payload": {}}');
+  PERFORM idemgate.consume_approval(a.token, 'approve', 'ana');
+  SELECT * INTO e FROM idemgate.claim_effects('ir_purge');
+  PERFORM idemgate.complete_effect(e.effect_id, e.lease_owner);
+END $$;
+SELECT pg_temp.approved_and_delivered('ir-purged') \g /dev/null
+SELECT results_eq($$SELECT r.state, (SELECT count(*) FROM idemgate.outbox o WHERE o.idempotency_key = r.idempotency_key),
+                           (SELECT count(*) FROM idemgate.approvals a WHERE a.idempotency_key = r.idempotency_key)
+                      FROM idemgate.runs r WHERE r.idempotency_key = 'ir-purged'$$,
+                  $$VALUES ('completed', 1::bigint, 1::bigint)$$, 'a completed run with an effect and an approval');
+UPDATE idemgate.runs SET updated_at = now() - interval '2 days', created_at = now() - interval '2 days'
+ WHERE idempotency_key = 'ir-purged';
+SELECT ok(idemgate.purge('1 day') >= 1, 'purged');
+SELECT is_empty($$SELECT 'run' FROM idemgate.runs WHERE idempotency_key = 'ir-purged'
+                  UNION ALL SELECT 'effect' FROM idemgate.outbox WHERE idempotency_key = 'ir-purged'
+                  UNION ALL SELECT 'approval' FROM idemgate.approvals WHERE idempotency_key = 'ir-purged'$$,
+                'with its effect and its approval');
+-- ... and no role but the owner may delete a run by hand.
+SELECT is_empty($$SELECT grantee FROM information_schema.role_table_grants
+                   WHERE table_schema = 'idemgate' AND table_name = 'runs' AND privilege_type = 'DELETE'
+                     AND grantee <> (SELECT tableowner FROM pg_tables WHERE schemaname = 'idemgate' AND tablename = 'runs')$$,
+                'DELETE on runs is granted to nobody');
+-- So nothing in this database, after every test before this one, is an orphan.
+SELECT is_empty($$SELECT 'effect', effect_id::text FROM idemgate.outbox o
+                   WHERE NOT EXISTS (SELECT 1 FROM idemgate.runs r WHERE r.idempotency_key = o.idempotency_key)
+                  UNION ALL
+                  SELECT 'approval', approval_id::text FROM idemgate.approvals a
+                   WHERE NOT EXISTS (SELECT 1 FROM idemgate.runs r WHERE r.idempotency_key = a.idempotency_key)$$,
+                'every effect and approval has its run');
 
 SELECT * FROM finish();
 RESET search_path;

@@ -120,4 +120,6 @@ DELETE FROM idemgate.granted_bundles WHERE role::text LIKE 'regress_killswitch_%
 DROP OWNED BY regress_killswitch_client, regress_killswitch_reader;
 DROP ROLE regress_killswitch_client;
 DROP ROLE regress_killswitch_reader;
+DELETE FROM idemgate.outbox WHERE idempotency_key LIKE 'killswitch-%';
+DELETE FROM idemgate.approvals WHERE idempotency_key LIKE 'killswitch-%';
 DELETE FROM idemgate.runs WHERE idempotency_key LIKE 'killswitch-%';

@@ -355,6 +355,8 @@ ROLLBACK;
 
 -- Clean up this file's rows (other files share the database).
 DELETE FROM idemgate.dead_letters WHERE idempotency_key LIKE 'outbox-%';
+DELETE FROM idemgate.outbox WHERE idempotency_key LIKE 'outbox-%';
+DELETE FROM idemgate.approvals WHERE idempotency_key LIKE 'outbox-%';
 DELETE FROM idemgate.runs WHERE idempotency_key LIKE 'outbox-%';
 SELECT is((SELECT count(*) FROM idemgate.outbox WHERE idempotency_key LIKE 'outbox-%'), 0::bigint, 'nothing left over');
 

@@ -137,6 +137,8 @@ SELECT idemgate.revoke_role('pull_client', 'client'), idemgate.revoke_role('pull
 DELETE FROM idemgate.effect_type_grants WHERE role::text LIKE 'pull_%';
 DROP OWNED BY pull_client, pull_stranger, pull_operator, pull_member;
 DROP ROLE pull_member, pull_client, pull_stranger, pull_operator;
+DELETE FROM idemgate.outbox WHERE idempotency_key = 'pull-1';
+DELETE FROM idemgate.approvals WHERE idempotency_key = 'pull-1';
 DELETE FROM idemgate.runs WHERE idempotency_key = 'pull-1';
 
 SELECT * FROM finish();

@@ -97,6 +97,8 @@ SELECT is(current_setting('idemgate.max_document_size'), '1MB', 'back to 1 MB');
 SELECT idemgate.revoke_role('size_client', 'client') \g /dev/null
 DROP OWNED BY size_client;
 DROP ROLE size_client;
+DELETE FROM idemgate.outbox WHERE idempotency_key LIKE 'size-%';
+DELETE FROM idemgate.approvals WHERE idempotency_key LIKE 'size-%';
 DELETE FROM idemgate.runs WHERE idempotency_key LIKE 'size-%';
 
 SELECT * FROM finish();
