@@ -403,7 +403,6 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	ItemPointerData conflict_tid;
 	ClaimPath	path = CLAIM_USE_STATEMENT;
 
-
 	/* The statement raises the errors of these (a read-only transaction). */
 	if (XactReadOnly || IsInParallelMode())
 		return CLAIM_USE_STATEMENT;

@@ -100,3 +100,15 @@ CREATE INDEX runs_created_brin ON idemgate.runs USING brin (created_at)
 -- test/sql/integrity_rules.sql shows both.
 ALTER TABLE idemgate.outbox DROP CONSTRAINT IF EXISTS outbox_idempotency_key_fkey;
 ALTER TABLE idemgate.approvals DROP CONSTRAINT IF EXISTS approvals_idempotency_key_fkey;
+
+-- 5. A duplicate claim writes an event row; of its four index entries, the
+-- one in events_claim_workflow_idx is only ever looked up by workflow (the
+-- silence alert: details->>'workflow' = the watched workflow, which implies
+-- it is not null, so the planner still proves this predicate). Claims
+-- without a workflow no longer put a NULL entry there: one index insert
+-- and ~70 bytes of WAL less per such duplicate (bench/claim).
+DROP INDEX idemgate.events_claim_workflow_idx;
+CREATE INDEX events_claim_workflow_idx
+    ON idemgate.events ((details OPERATOR(pg_catalog.->>) 'workflow'), at)
+    WHERE kind IN ('recovered', 'duplicate')
+      AND (details OPERATOR(pg_catalog.->>) 'workflow') IS NOT NULL;
