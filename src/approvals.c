@@ -329,6 +329,8 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	char	   *requested_by;
 	StringInfoData audience_json;
 	OwnedRun	run;
+	int64		new_version;
+	EventDetails details;
 	ReturnSetInfo *rsinfo;
 	Datum		row[4] = {0, 0, 0, 0};
 	bool		rownulls[4] = {true, true, true, true};
@@ -360,33 +362,37 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	LockOwnedRun(key, owner, version, &run);
-	if (run.found && run.owned)
+	/* One event: the request and the state change it makes. */
+	DetailsInit(&details);
+	new_version = MoveOwnedRun(key, owner, version, "processing", "awaiting_human", &details);
+	if (new_version < 0)
+	{
+		/* Not the usual case: find out why, and refuse or return NULLs. */
+		LockOwnedRun(key, owner, version, &run);
+		if (run.found && run.owned)
+		{
+			if (strcmp(run.state, "processing") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+						 errmsg("illegal transition of run \"%s\" from %s to awaiting_human",
+								text_to_cstring(key), run.state),
+						 errdetail("request_approval only applies to a run that is processing.")));
+			new_version = MoveRunState(key, "processing", "awaiting_human", NULL, false, &details);
+		}
+	}
+	if (new_version >= 0)
 	{
 		uint8		raw[IDEMGATE_TOKEN_BYTES];
 		char	   *token;
 		pg_uuid_t  *approval_id = RandomUuid();
 		Datum		values[9];
 		char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-		int64		new_version;
 		bool		isnull;
 		Datum		expires_at;
-		EventDetails details;
-
-		if (strcmp(run.state, "processing") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("illegal transition of run \"%s\" from %s to awaiting_human",
-							text_to_cstring(key), run.state),
-					 errdetail("request_approval only applies to a run that is processing.")));
 
 		RandomBytes(raw, sizeof(raw));
 		token = Base64UrlEncode(raw, sizeof(raw));
 		explicit_bzero(raw, sizeof(raw));
-
-		/* One event: the request and the state change it makes. */
-		DetailsInit(&details);
-		new_version = MoveRunState(key, "processing", "awaiting_human", NULL, false, &details);
 
 		values[0] = UUIDPGetDatum(approval_id);
 		values[1] = PointerGetDatum(key);

@@ -107,6 +107,21 @@ static SavedStatement lock_run_stmt = {
 	3, {TEXTOID, UUIDOID, INT8OID}
 };
 
+static void AddStateChange(EventDetails *details, const char *from_state,
+						   const char *to_state, int64 version, Jsonb *result);
+
+/* MoveOwnedRun's one statement: the ownership test and the change. */
+static SavedStatement move_owned_stmt = {
+	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
+	"  updated_at = pg_catalog.now()"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
+	"   AND lease_owner OPERATOR(pg_catalog.=) $2 AND version OPERATOR(pg_catalog.=) $3"
+	"   AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+	"   AND state OPERATOR(pg_catalog.=) $4"
+	" RETURNING version",
+	5, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID}
+};
+
 static SavedStatement set_state_stmt = {
 	"UPDATE idemgate.runs SET state = $2, version = version + 1,"
 	"  result = COALESCE($3, result), failures = failures + $4,"
@@ -241,7 +256,52 @@ MoveRunState(text *key, const char *from_state, const char *to_state,
 		SPI_processed != 1)
 		elog(ERROR, "could not update run state");
 	version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	AddStateChange(details, from_state, to_state, version, result);
+	return version;
+}
 
+/*
+ * MoveOwnedRun is LockOwnedRun and MoveRunState in one statement, for the
+ * usual case: when key is held by (owner, version) with a live lease and is
+ * in from_state, it moves to to_state (no result, no failure counted), the
+ * change is added to details and the new version returned. Otherwise
+ * nothing changes and it returns -1: the caller then takes the general
+ * path, LockOwnedRun, which tells the other cases apart. A concurrent
+ * change of the row is re-checked against the whole WHERE (READ COMMITTED),
+ * as LockOwnedRun's FOR UPDATE would.
+ */
+int64
+MoveOwnedRun(text *key, pg_uuid_t *owner, int64 version, const char *from_state,
+			 const char *to_state, EventDetails *details)
+{
+	Datum		values[5];
+	bool		isnull;
+	int64		new_version;
+
+	if (!IsRunState(to_state))
+		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
+	values[0] = PointerGetDatum(key);
+	values[1] = UUIDPGetDatum(owner);
+	values[2] = Int64GetDatum(version);
+	values[3] = CStringGetTextDatum(from_state);
+	values[4] = CStringGetTextDatum(to_state);
+	if (ExecSaved(&move_owned_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not update run state");
+	if (SPI_processed != 1)
+		return -1;
+	new_version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	AddStateChange(details, from_state, to_state, new_version, NULL);
+	return new_version;
+}
+
+/*
+ * AddStateChange adds a state change to an event's details: from, to, the
+ * new version, and the caller's model identity when the result names one.
+ */
+static void
+AddStateChange(EventDetails *details, const char *from_state, const char *to_state,
+			   int64 version, Jsonb *result)
+{
 	DetailsText(details, "from", from_state);
 	DetailsText(details, "to", to_state);
 	DetailsInt(details, "version", version);
@@ -260,7 +320,6 @@ MoveRunState(text *key, const char *from_state, const char *to_state,
 							pnstrdup(v->val.string.val, v->val.string.len));
 		}
 	}
-	return version;
 }
 
 /*
