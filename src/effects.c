@@ -405,7 +405,7 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	/* One event: the enqueue and the state change it makes. */
 	DetailsInit(&details);
-	new_version = MoveOwnedRun(key, owner, version, "processing", "approved", &details);
+	new_version = TryMoveRun(key, owner, version, "processing", "approved", NULL, &details);
 	if (new_version >= 0)
 	{
 		row[1] = Int64GetDatum(new_version);

@@ -110,16 +110,17 @@ static SavedStatement lock_run_stmt = {
 static void AddStateChange(EventDetails *details, const char *from_state,
 						   const char *to_state, int64 version, Jsonb *result);
 
-/* MoveOwnedRun's one statement: the ownership test and the change. */
-static SavedStatement move_owned_stmt = {
+/* TryMoveRun's one statement: the test and the change. */
+static SavedStatement try_move_stmt = {
 	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
-	"  updated_at = pg_catalog.now()"
+	"  result = COALESCE($6, result), updated_at = pg_catalog.now()"
 	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"   AND lease_owner OPERATOR(pg_catalog.=) $2 AND version OPERATOR(pg_catalog.=) $3"
-	"   AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
-	"   AND state OPERATOR(pg_catalog.=) $4"
+	"   AND version OPERATOR(pg_catalog.=) $3 AND state OPERATOR(pg_catalog.=) $4"
+	"   AND ($2::pg_catalog.uuid IS NULL"
+	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
+	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
 	" RETURNING version",
-	5, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID}
+	6, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID}
 };
 
 static SavedStatement set_state_stmt = {
@@ -261,20 +262,21 @@ MoveRunState(text *key, const char *from_state, const char *to_state,
 }
 
 /*
- * MoveOwnedRun is LockOwnedRun and MoveRunState in one statement, for the
- * usual case: when key is held by (owner, version) with a live lease and is
- * in from_state, it moves to to_state (no result, no failure counted), the
- * change is added to details and the new version returned. Otherwise
- * nothing changes and it returns -1: the caller then takes the general
- * path, LockOwnedRun, which tells the other cases apart. A concurrent
- * change of the row is re-checked against the whole WHERE (READ COMMITTED),
- * as LockOwnedRun's FOR UPDATE would.
+ * TryMoveRun is a lock, a test and MoveRunState in one statement, for the
+ * usual case: when key is at version and in from_state (and, when owner is
+ * given, held by owner with a live lease), it moves to to_state, storing
+ * result when given, the change is added to details and the new version
+ * returned. Otherwise nothing changes and it returns -1: the caller then
+ * tells the other cases apart (LockOwnedRun). A concurrent change of the
+ * row is re-checked against the whole WHERE (READ COMMITTED), as a FOR
+ * UPDATE followed by the test would.
  */
 int64
-MoveOwnedRun(text *key, pg_uuid_t *owner, int64 version, const char *from_state,
-			 const char *to_state, EventDetails *details)
+TryMoveRun(text *key, pg_uuid_t *owner, int64 version, const char *from_state,
+		   const char *to_state, Jsonb *result, EventDetails *details)
 {
-	Datum		values[5];
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 	int64		new_version;
 
@@ -282,15 +284,18 @@ MoveOwnedRun(text *key, pg_uuid_t *owner, int64 version, const char *from_state,
 		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
 	values[0] = PointerGetDatum(key);
 	values[1] = UUIDPGetDatum(owner);
+	nulls[1] = owner ? ' ' : 'n';
 	values[2] = Int64GetDatum(version);
 	values[3] = CStringGetTextDatum(from_state);
 	values[4] = CStringGetTextDatum(to_state);
-	if (ExecSaved(&move_owned_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
+	values[5] = JsonbPGetDatum(result);
+	nulls[5] = result ? ' ' : 'n';
+	if (ExecSaved(&try_move_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update run state");
 	if (SPI_processed != 1)
 		return -1;
 	new_version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
-	AddStateChange(details, from_state, to_state, new_version, NULL);
+	AddStateChange(details, from_state, to_state, new_version, result);
 	return new_version;
 }
 
