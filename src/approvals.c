@@ -120,12 +120,6 @@ static SavedStatement lock_approval_stmt = {
 	2, {BYTEAOID, TEXTOID}
 };
 
-static SavedStatement lock_run_stmt = {
-	"SELECT state, version, payload, failures FROM idemgate.runs"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {TEXTOID}
-};
-
 /* The seed's atomic consume, on the row already locked above. */
 static SavedStatement consume_stmt = {
 	"UPDATE idemgate.approvals"
@@ -329,6 +323,8 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	char	   *requested_by;
 	StringInfoData audience_json;
 	OwnedRun	run;
+	int64		new_version;
+	EventDetails details;
 	ReturnSetInfo *rsinfo;
 	Datum		row[4] = {0, 0, 0, 0};
 	bool		rownulls[4] = {true, true, true, true};
@@ -360,33 +356,37 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	LockOwnedRun(key, owner, version, &run);
-	if (run.found && run.owned)
+	/* One event: the request and the state change it makes. */
+	DetailsInit(&details);
+	new_version = TryMoveRun(key, owner, version, "processing", "awaiting_human", NULL, &details);
+	if (new_version < 0)
+	{
+		/* Not the usual case: find out why, and refuse or return NULLs. */
+		LockOwnedRun(key, owner, version, &run);
+		if (run.found && run.owned)
+		{
+			if (strcmp(run.state, "processing") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+						 errmsg("illegal transition of run \"%s\" from %s to awaiting_human",
+								text_to_cstring(key), run.state),
+						 errdetail("request_approval only applies to a run that is processing.")));
+			new_version = MoveRunState(key, "processing", "awaiting_human", NULL, false, &details);
+		}
+	}
+	if (new_version >= 0)
 	{
 		uint8		raw[IDEMGATE_TOKEN_BYTES];
 		char	   *token;
 		pg_uuid_t  *approval_id = RandomUuid();
 		Datum		values[9];
 		char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-		int64		new_version;
 		bool		isnull;
 		Datum		expires_at;
-		EventDetails details;
-
-		if (strcmp(run.state, "processing") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("illegal transition of run \"%s\" from %s to awaiting_human",
-							text_to_cstring(key), run.state),
-					 errdetail("request_approval only applies to a run that is processing.")));
 
 		RandomBytes(raw, sizeof(raw));
 		token = Base64UrlEncode(raw, sizeof(raw));
 		explicit_bzero(raw, sizeof(raw));
-
-		/* One event: the request and the state change it makes. */
-		DetailsInit(&details);
-		new_version = MoveRunState(key, "processing", "awaiting_human", NULL, false, &details);
 
 		values[0] = UUIDPGetDatum(approval_id);
 		values[1] = PointerGetDatum(key);
@@ -518,47 +518,22 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 		ArrayType  *audience = isnull ? NULL : DatumGetArrayTypeP(audience_datum);
 		Datum		requested_datum = GetResultDatum(0, 6, &isnull);
 		char	   *requested_by = isnull ? NULL : TextDatumGetCString(requested_datum);
-		Datum		runkey[1];
-		char	   *state;
-		int64		version;
+		bool		approve = strcmp(decision_str, "approve") == 0;
+		bool		reject = strcmp(decision_str, "reject") == 0;
+		EventDetails details;
 
-		runkey[0] = PointerGetDatum(key);
-		/* An approver who may not decide gets invalid, like any other check. */
-		if (ApproverAllowed(approver, audience, requested_by))
+		/*
+		 * The run must still await this approval, at the version the request
+		 * put it in; the test and the decision's state change are one
+		 * statement. One event: the decision and the state change it makes.
+		 * An approver who may not decide gets invalid, like any other check.
+		 */
+		DetailsInit(&details);
+		if ((approve || reject) && ApproverAllowed(approver, audience, requested_by))
 		{
-			if (ExecSaved(&lock_run_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
-				elog(ERROR, "run look-up failed");
-			if (SPI_processed == 1)
-			{
-				state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
-				version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
-				if (strcmp(state, "awaiting_human") == 0 && version == run_version)
-					outcome = strcmp(decision_str, "approve") == 0 ? "approved" :
-						strcmp(decision_str, "reject") == 0 ? "rejected" : "invalid";
-			}
-		}
+			Jsonb	   *rejection = NULL;
 
-		if (strcmp(outcome, "invalid") != 0)
-		{
-			float8		wait_seconds;
-			char	   *approval_text = DatumGetCString(DirectFunctionCall1(uuid_out,
-																			UUIDPGetDatum(approval_id)));
-			EventDetails details;
-
-			values[3] = UUIDPGetDatum(approval_id);
-			if (ExecSaved(&consume_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
-				SPI_processed != 1)
-				elog(ERROR, "locked approval could not be consumed");
-			wait_seconds = DatumGetFloat8(GetResultDatum(0, 1, &isnull));
-
-			/* One event: the decision and the state change it makes. */
-			DetailsInit(&details);
-			if (strcmp(outcome, "approved") == 0)
-			{
-				MoveRunState(key, "awaiting_human", "approved", NULL, false, &details);
-				row[2] = PointerGetDatum(InsertEffects(key, effects, false, approver, NULL));
-			}
-			else
+			if (reject)
 			{
 				EventDetails result;
 
@@ -566,10 +541,29 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 				DetailsText(&result, "decision", "reject");
 				DetailsText(&result, "approver", approver);
 				DetailsText(&result, "reason", reason);
-				MoveRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
-							 false, &details);
-				row[2] = PointerGetDatum(construct_empty_array(UUIDOID));
+				rejection = DetailsFinish(&result);
 			}
+			if (TryMoveRun(key, NULL, run_version, "awaiting_human",
+						   approve ? "approved" : "failed_terminal", rejection, &details) >= 0)
+				outcome = approve ? "approved" : "rejected";
+		}
+
+		if (strcmp(outcome, "invalid") != 0)
+		{
+			float8		wait_seconds;
+			char	   *approval_text = DatumGetCString(DirectFunctionCall1(uuid_out,
+																			UUIDPGetDatum(approval_id)));
+
+			values[3] = UUIDPGetDatum(approval_id);
+			if (ExecSaved(&consume_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
+				SPI_processed != 1)
+				elog(ERROR, "locked approval could not be consumed");
+			wait_seconds = DatumGetFloat8(GetResultDatum(0, 1, &isnull));
+
+			if (approve)
+				row[2] = PointerGetDatum(InsertEffects(key, effects, false, approver, NULL));
+			else
+				row[2] = PointerGetDatum(construct_empty_array(UUIDOID));
 
 			DetailsText(&details, "approval_id", approval_text);
 			DetailsText(&details, "decision", decision_str);

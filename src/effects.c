@@ -385,6 +385,8 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	int64		version;
 	Jsonb	   *effects;
 	OwnedRun	run;
+	int64		new_version;
+	EventDetails details;
 	ReturnSetInfo *rsinfo;
 	Datum		row[2] = {0, 0};
 	bool		rownulls[2] = {true, true};
@@ -401,41 +403,50 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	LockOwnedRun(key, owner, version, &run);
-	if (run.found && run.owned && strcmp(run.state, "approved") == 0)
+	/* One event: the enqueue and the state change it makes. */
+	DetailsInit(&details);
+	new_version = TryMoveRun(key, owner, version, "processing", "approved", NULL, &details);
+	if (new_version >= 0)
 	{
-		ArrayType  *existing = ExistingEffectIds(key, effects);
-
-		if (existing == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("run \"%s\" is already approved; effects not enqueued before cannot be added",
-							text_to_cstring(key)),
-					 errdetail("enqueue_effect adds effects only while the run is processing; a replay may repeat only effects already enqueued."),
-					 errhint("Send new effects under a new key, or use idemgate.supersede() once this run is finished.")));
-		row[0] = PointerGetDatum(existing);
-		row[1] = Int64GetDatum(run.version);
-		rownulls[0] = rownulls[1] = false;
-	}
-	else if (run.found && run.owned)
-	{
-		EventDetails details;
-
-		if (strcmp(run.state, "processing") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("illegal transition of run \"%s\" from %s to approved",
-							text_to_cstring(key), run.state),
-					 errdetail("enqueue_effect approves only a run that is processing."),
-					 strcmp(run.state, "awaiting_human") == 0 ?
-					 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
-					 errhint("The effects of this run were already decided; stop here.")));
-		/* One event: the enqueue and the state change it makes. */
-		DetailsInit(&details);
-		row[1] = Int64GetDatum(MoveRunState(key, "processing", "approved", NULL, false,
-											&details));
+		row[1] = Int64GetDatum(new_version);
 		row[0] = PointerGetDatum(InsertEffects(key, effects, true, NULL, &details));
 		rownulls[0] = rownulls[1] = false;
+	}
+	else
+	{
+		/* Not the usual case: a replay, a refusal or a row of NULLs. */
+		LockOwnedRun(key, owner, version, &run);
+		if (run.found && run.owned && strcmp(run.state, "approved") == 0)
+		{
+			ArrayType  *existing = ExistingEffectIds(key, effects);
+
+			if (existing == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+						 errmsg("run \"%s\" is already approved; effects not enqueued before cannot be added",
+								text_to_cstring(key)),
+						 errdetail("enqueue_effect adds effects only while the run is processing; a replay may repeat only effects already enqueued."),
+						 errhint("Send new effects under a new key, or use idemgate.supersede() once this run is finished.")));
+			row[0] = PointerGetDatum(existing);
+			row[1] = Int64GetDatum(run.version);
+			rownulls[0] = rownulls[1] = false;
+		}
+		else if (run.found && run.owned)
+		{
+			if (strcmp(run.state, "processing") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+						 errmsg("illegal transition of run \"%s\" from %s to approved",
+								text_to_cstring(key), run.state),
+						 errdetail("enqueue_effect approves only a run that is processing."),
+						 strcmp(run.state, "awaiting_human") == 0 ?
+						 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
+						 errhint("The effects of this run were already decided; stop here.")));
+			row[1] = Int64GetDatum(MoveRunState(key, "processing", "approved", NULL, false,
+												&details));
+			row[0] = PointerGetDatum(InsertEffects(key, effects, true, NULL, &details));
+			rownulls[0] = rownulls[1] = false;
+		}
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
 	SPI_finish();

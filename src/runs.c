@@ -107,6 +107,22 @@ static SavedStatement lock_run_stmt = {
 	3, {TEXTOID, UUIDOID, INT8OID}
 };
 
+static void AddStateChange(EventDetails *details, const char *from_state,
+						   const char *to_state, int64 version, Jsonb *result);
+
+/* TryMoveRun's one statement: the test and the change. */
+static SavedStatement try_move_stmt = {
+	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
+	"  result = COALESCE($6, result), updated_at = pg_catalog.now()"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
+	"   AND version OPERATOR(pg_catalog.=) $3 AND state OPERATOR(pg_catalog.=) $4"
+	"   AND ($2::pg_catalog.uuid IS NULL"
+	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
+	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
+	" RETURNING version",
+	6, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID}
+};
+
 static SavedStatement set_state_stmt = {
 	"UPDATE idemgate.runs SET state = $2, version = version + 1,"
 	"  result = COALESCE($3, result), failures = failures + $4,"
@@ -241,7 +257,56 @@ MoveRunState(text *key, const char *from_state, const char *to_state,
 		SPI_processed != 1)
 		elog(ERROR, "could not update run state");
 	version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	AddStateChange(details, from_state, to_state, version, result);
+	return version;
+}
 
+/*
+ * TryMoveRun is a lock, a test and MoveRunState in one statement, for the
+ * usual case: when key is at version and in from_state (and, when owner is
+ * given, held by owner with a live lease), it moves to to_state, storing
+ * result when given, the change is added to details and the new version
+ * returned. Otherwise nothing changes and it returns -1: the caller then
+ * tells the other cases apart (LockOwnedRun). A concurrent change of the
+ * row is re-checked against the whole WHERE (READ COMMITTED), as a FOR
+ * UPDATE followed by the test would.
+ */
+int64
+TryMoveRun(text *key, pg_uuid_t *owner, int64 version, const char *from_state,
+		   const char *to_state, Jsonb *result, EventDetails *details)
+{
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int64		new_version;
+
+	if (!IsRunState(to_state))
+		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
+	values[0] = PointerGetDatum(key);
+	values[1] = UUIDPGetDatum(owner);
+	nulls[1] = owner ? ' ' : 'n';
+	values[2] = Int64GetDatum(version);
+	values[3] = CStringGetTextDatum(from_state);
+	values[4] = CStringGetTextDatum(to_state);
+	values[5] = JsonbPGetDatum(result);
+	nulls[5] = result ? ' ' : 'n';
+	if (ExecSaved(&try_move_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not update run state");
+	if (SPI_processed != 1)
+		return -1;
+	new_version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	AddStateChange(details, from_state, to_state, new_version, result);
+	return new_version;
+}
+
+/*
+ * AddStateChange adds a state change to an event's details: from, to, the
+ * new version, and the caller's model identity when the result names one.
+ */
+static void
+AddStateChange(EventDetails *details, const char *from_state, const char *to_state,
+			   int64 version, Jsonb *result)
+{
 	DetailsText(details, "from", from_state);
 	DetailsText(details, "to", to_state);
 	DetailsInt(details, "version", version);
@@ -260,7 +325,6 @@ MoveRunState(text *key, const char *from_state, const char *to_state,
 							pnstrdup(v->val.string.val, v->val.string.len));
 		}
 	}
-	return version;
 }
 
 /*

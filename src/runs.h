@@ -31,6 +31,9 @@ extern bool IsRunState(const char *state);
 extern void LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run);
 extern int64 MoveRunState(text *key, const char *from_state, const char *to_state,
 						  Jsonb *result, bool count_failure, EventDetails *details);
+extern int64 TryMoveRun(text *key, pg_uuid_t *owner, int64 version,
+						const char *from_state, const char *to_state,
+						Jsonb *result, EventDetails *details);
 extern int64 SetRunState(text *key, const char *from_state, const char *to_state,
 						 Jsonb *result, bool count_failure, const char *actor,
 						 Jsonb *extra_details);
