@@ -309,17 +309,43 @@ FillRow(DirectTable *t, Relation rel, const Datum *col, const bool *colnull,
 	}
 }
 
-/* StoreRow makes a slot of rel holding values/nulls. */
-static TupleTableSlot *
-StoreRow(Relation rel, const Datum *values, const bool *nulls)
+/* What inserting one row into rel by hand needs, as the executor has it. */
+typedef struct DirectInsert
 {
-	TupleTableSlot *slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
-													table_slot_callbacks(rel));
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;		/* the row */
+} DirectInsert;
+
+/*
+ * BeginDirectInsert sets up an executor state for rel with its indexes
+ * open (speculative: for the arbiter checks of ON CONFLICT) and a slot
+ * holding values/nulls.
+ */
+static void
+BeginDirectInsert(DirectInsert *ins, Relation rel, const Datum *values, const bool *nulls,
+				  bool speculative)
+{
 	int			natts = RelationGetDescr(rel)->natts;
 
-	memcpy(slot->tts_values, values, sizeof(Datum) * natts);
-	memcpy(slot->tts_isnull, nulls, sizeof(bool) * natts);
-	return ExecStoreVirtualTuple(slot);
+	ins->estate = CreateExecutorState();
+	ins->estate->es_output_cid = GetCurrentCommandId(true);
+	ins->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(ins->rri, rel, 1, NULL, 0);
+	ExecOpenIndices(ins->rri, speculative);
+	ins->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), table_slot_callbacks(rel));
+	memcpy(ins->slot->tts_values, values, sizeof(Datum) * natts);
+	memcpy(ins->slot->tts_isnull, nulls, sizeof(bool) * natts);
+	ExecStoreVirtualTuple(ins->slot);
+}
+
+/* EndDirectInsert releases what BeginDirectInsert set up. */
+static void
+EndDirectInsert(DirectInsert *ins)
+{
+	ExecDropSingleTupleTableSlot(ins->slot);
+	ExecCloseIndices(ins->rri);
+	FreeExecutorState(ins->estate);
 }
 
 /* CopyAttr returns a detoasted copy of attribute attnum of slot, or 0 when NULL. */
@@ -396,9 +422,7 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	Datum	   *values;
 	bool	   *nulls;
 	Oid			pkey;
-	EState	   *estate;
-	ResultRelInfo *rri;
-	TupleTableSlot *slot;
+	DirectInsert ins;
 	List	   *arbiter;
 	ItemPointerData conflict_tid;
 	ClaimPath	path = CLAIM_USE_STATEMENT;
@@ -448,36 +472,30 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 		return CLAIM_USE_STATEMENT;
 	}
 
-	estate = CreateExecutorState();
-	estate->es_output_cid = GetCurrentCommandId(true);
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, true);
-	slot = StoreRow(rel, values, nulls);
+	BeginDirectInsert(&ins, rel, values, nulls, true);
 	arbiter = list_make1_oid(pkey);
 
 	/* 1: is the key held, or being inserted (then wait for the outcome)? */
-	if (ExecCheckIndexConstraints(rri, slot, estate, &conflict_tid, arbiter))
+	if (ExecCheckIndexConstraints(ins.rri, ins.slot, ins.estate, &conflict_tid, arbiter))
 	{
 		/* 2: insert speculatively; a concurrent inserter may still win. */
 		TransactionId xid = GetCurrentTransactionId();
 		uint32		token = SpeculativeInsertionLockAcquire(xid);
 		bool		conflict = false;
 
-		table_tuple_insert_speculative(rel, slot, estate->es_output_cid, 0, NULL, token);
-		list_free(ExecInsertIndexTuples(rri, slot, estate, false, true, &conflict, arbiter));
-		table_tuple_complete_speculative(rel, slot, token, !conflict);
+		table_tuple_insert_speculative(rel, ins.slot, ins.estate->es_output_cid, 0, NULL, token);
+		list_free(ExecInsertIndexTuples(ins.rri, ins.slot, ins.estate, false, true, &conflict,
+										arbiter));
+		table_tuple_complete_speculative(rel, ins.slot, token, !conflict);
 		SpeculativeInsertionLockRelease(xid);
 		path = conflict ? CLAIM_USE_STATEMENT : CLAIM_INSERTED;
 	}
 	else if (!IsolationUsesXactSnapshot())
 		/* 3: the key is held. */
-		path = ExistingRunClaim(rel, &conflict_tid, estate->es_output_cid, run,
+		path = ExistingRunClaim(rel, &conflict_tid, ins.estate->es_output_cid, run,
 								runs_table.attnums, existing);
 
-	ExecDropSingleTupleTableSlot(slot);
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
+	EndDirectInsert(&ins);
 	table_close(rel, NoLock);
 	pfree(values);
 	pfree(nulls);
@@ -547,9 +565,7 @@ RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null
 	bool		colnull[NUM_EVENT_COLUMNS];
 	Datum	   *values;
 	bool	   *nulls;
-	EState	   *estate;
-	ResultRelInfo *rri;
-	TupleTableSlot *slot;
+	DirectInsert ins;
 
 	if (XactReadOnly || IsInParallelMode())
 		return false;
@@ -578,18 +594,10 @@ RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null
 	nulls = palloc(sizeof(bool) * events_table.natts);
 	FillRow(&events_table, rel, col, colnull, values, nulls);
 
-	estate = CreateExecutorState();
-	estate->es_output_cid = GetCurrentCommandId(true);
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
-	slot = StoreRow(rel, values, nulls);
-	table_tuple_insert(rel, slot, estate->es_output_cid, 0, NULL);
-	list_free(ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL));
-
-	ExecDropSingleTupleTableSlot(slot);
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
+	BeginDirectInsert(&ins, rel, values, nulls, false);
+	table_tuple_insert(rel, ins.slot, ins.estate->es_output_cid, 0, NULL);
+	list_free(ExecInsertIndexTuples(ins.rri, ins.slot, ins.estate, false, false, NULL, NIL));
+	EndDirectInsert(&ins);
 	table_close(rel, NoLock);
 	pfree(values);
 	pfree(nulls);

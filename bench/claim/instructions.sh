@@ -26,23 +26,10 @@ keep_cleanup() {
 	bench_cleanup
 }
 trap keep_cleanup EXIT
-psql_ -d bench -c "CREATE EXTENSION idemgate" \
-      -c "CREATE TABLE bench_runs (LIKE idemgate.runs INCLUDING DEFAULTS, PRIMARY KEY (idempotency_key))"
-psql_ -d bench >/dev/null <<'SQL'
-SELECT count(*) FROM generate_series(1, 100000) g,
-  LATERAL idemgate.claim('dup-' || g,
-    '{"order": 4471, "customer": "ACME", "amount": 129.5, "lines": [1, 2, 3]}'::jsonb, '1 hour') c;
-INSERT INTO bench_runs (idempotency_key, state, payload_hash, payload, lease_owner, lease_expires_at, lease_started_at)
-SELECT 'dup-' || g, 'processing',
-       sha256(convert_to('{"order": 4471, "customer": "ACME", "amount": 129.5, "lines": [1, 2, 3]}'::jsonb::text, 'UTF8')),
-       '{"order": 4471, "customer": "ACME", "amount": 129.5, "lines": [1, 2, 3]}', gen_random_uuid(),
-       now() + interval '1 hour', now()
-FROM generate_series(1, 100000) g;
-VACUUM ANALYZE;
-CHECKPOINT;
-SQL
+psql_ -d bench >/dev/null < "$here/setup.sql"
+psql_ -d bench -c "CHECKPOINT"
 [ -n "${SETUP_SQL:-}" ] && psql_ -d bench -c "$SETUP_SQL"
-bench_copy "$here"/*.sql
+bench_copy "$here"/baseline*.sql "$here"/claim*.sql
 as_pg "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null
 
 # The same cluster, now under callgrind.
