@@ -7,13 +7,7 @@
 -- of sleeping. Messages are shown with the clock time masked as HH:MI; a
 -- separate column checks that the time shown is since's. pgTAP: each
 -- query's rows are compared as text (record output).
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
+\i test/sql/include/quiet.psql
 -- fail_all makes the pending effects of type t (only those of target
 -- only_target when given) due, claims them and fails each with class err.
 CREATE FUNCTION pg_temp.fail_all(t text, err text, only_target text DEFAULT NULL) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -68,16 +62,7 @@ SELECT alert, severity,
        message LIKE '%since ' || to_char(since, CASE WHEN since < now() - interval '1 day'
                                                     THEN 'YYYY-MM-DD HH24:MI' ELSE 'HH24:MI' END) || '%' AS time_ok
   FROM idemgate.alerts ORDER BY alert, message;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 BEGIN;
 SET LOCAL deadlock_timeout = '60s';
 SET LOCAL timezone = 'UTC';

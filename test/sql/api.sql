@@ -3,13 +3,7 @@
 -- bundles of README's Roles table, given with grant_role), the contract
 -- columns of the tables, and the SQLSTATEs callers branch on. Output is
 -- TAP; everything runs in one transaction that is rolled back (pgtap too).
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
+\i test/sql/include/quiet.psql
 BEGIN;
 CREATE SCHEMA tap;
 CREATE EXTENSION pgtap SCHEMA tap;

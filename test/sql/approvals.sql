@@ -1,16 +1,7 @@
 -- approvals: request_approval, hash_token, peek_approval, consume_approval
 -- and expire_approvals. Every way a consumption can fail gives the same
 -- "invalid" row and changes nothing; the raw token is stored nowhere. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 
 -- ask(name, ...) claims key approvals-<name>, requests an approval as its
 -- owner and keeps owner, versions, approval id and token in table t.

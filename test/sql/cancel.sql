@@ -5,16 +5,7 @@
 -- An undecided approval can be cancelled by an operator: its run fails
 -- like a rejection (no dead letter); decided or expired ones answer
 -- invalid. Types have no endpoint: only claim_effects takes them. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE plpgsql AS $$
 DECLARE c record; e record;
 BEGIN

@@ -7,16 +7,7 @@
 -- column added later (its default is still applied) or an insert trigger
 -- (it still fires). The same for a duplicate claim, which locks and reads
 -- the run and writes its event row without SQL. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 SELECT * FROM no_plan();
 
 BEGIN;

@@ -2,26 +2,8 @@
 -- notation), section by section: signatures and result columns, the rows of
 -- NULLs, SQLSTATEs, bundles, and what pg_dump needs to restore a database.
 -- pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/pgtap.psql
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 -- Every function the SPEC names, with its exact arguments, defaults and result.

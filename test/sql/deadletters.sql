@@ -1,16 +1,7 @@
 -- Dead letters and reinjection: reinject, reinject_all, resolve_effect.
 -- Effects are enqueued with claim + enqueue_effect; effect types have no
 -- endpoint, so a running dispatcher never sends them. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 SELECT now() AS t0 \gset
 
 CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE plpgsql AS $$

@@ -4,16 +4,7 @@
 -- not_before (delayed effects). Pull-API types have no endpoint; the one
 -- dispatcher type posts to a closed local port, so every attempt the
 -- dispatcher makes shows as attempts > 0. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 -- mk claims key k and enqueues n effects of type t automatically.
 CREATE FUNCTION pg_temp.mk(k text, t text, n int, extra jsonb DEFAULT '{}') RETURNS SETOF uuid LANGUAGE plpgsql AS $$
 DECLARE c record; e record;
@@ -24,16 +15,7 @@ BEGIN
      FROM generate_series(1, n) g));
   RETURN QUERY SELECT unnest(e.effect_ids);
 END $$;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 -- The contract's columns.

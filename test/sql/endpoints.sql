@@ -3,26 +3,8 @@
 -- checks, upsert, audit without header values, operator-only access.
 -- No effects of these types exist, so a dispatcher has nothing to send.
 -- pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/pgtap.psql
+\i test/sql/include/as_role.psql
 -- accepted(u) registers u for a throw-away type, then raises P0001
 -- 'accepted' so that the registration is rolled back: throws_ok with
 -- P0001 'accepted' shows the URL was accepted and leaves nothing behind.

@@ -2,16 +2,7 @@
 -- approves the run in one step; the same (key, type, target) never twice;
 -- malformed effects are refused naming the problem, and change nothing.
 -- pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 
 CREATE TEMP TABLE runs_t (name text PRIMARY KEY, key text, owner uuid, version bigint);
 CREATE FUNCTION pg_temp.claim_as(p_name text) RETURNS void LANGUAGE plpgsql AS $$

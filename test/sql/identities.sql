@@ -5,16 +5,7 @@
 -- approvers 'Alice', 'alice ' and 'alice<U+200B>' were accepted.
 -- Identities are built from UTF-8 bytes (pg_temp.u) so the file works in
 -- any server encoding that can hold them. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 -- u(hex): the UTF-8 text with these bytes.
 CREATE FUNCTION pg_temp.u(hex text) RETURNS text LANGUAGE sql AS $$
 SELECT convert_from(decode(hex, 'hex'), 'UTF8') $$;

@@ -1,16 +1,7 @@
 -- Hostile input found by QA: values that used to leak an internal SQLSTATE
 -- (54000 index row too big, 42704) instead of 22023 naming the argument, and
 -- nothing half-written when they are refused. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 -- n bytes of incompressible text (hex digests), so TOAST cannot shrink it.
 CREATE FUNCTION pg_temp.noise(n int) RETURNS text LANGUAGE sql AS $$
 SELECT left(string_agg(md5('qa' || i), ''), n) FROM generate_series(1, n / 32 + 1) i $$;

@@ -5,16 +5,7 @@
 -- write through SPI in PostgreSQL 15, a foreign key a trigger query per
 -- row). This file shows that no function lets a bad value or an orphan in,
 -- and that rows written through every path satisfy the rules. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 -- owner(k): the lease owner of run k (the caller that claimed it).
 CREATE FUNCTION pg_temp.owner(k text) RETURNS uuid LANGUAGE sql AS $$
   SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = k

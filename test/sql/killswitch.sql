@@ -3,16 +3,7 @@
 -- effects stay pending; claims keep working; after re-enabling, the held
 -- effects go out. Effect types have no endpoint (no dispatcher sends them).
 -- pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 
 CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE plpgsql AS $$
 DECLARE c record; e record;
@@ -23,16 +14,7 @@ BEGIN
      FROM generate_series(1, n) g));
   RETURN QUERY SELECT unnest(e.effect_ids);
 END $$;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset afterwards, and with the failed subtransaction when q fails.
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 -- Bad input: all three arguments are required, actor and reason non-empty.

@@ -6,13 +6,7 @@
 -- Inside it now() is constant: every event is stamped with the transaction
 -- start, and the history is moved in time with UPDATEs (as superuser) to
 -- get exact answers. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
+\i test/sql/include/quiet.psql
 BEGIN;
 -- The dispatcher's deadlock check must fire before ours if it ever waits on us.
 SET LOCAL deadlock_timeout = '60s';
@@ -41,16 +35,7 @@ BEGIN
   END IF;
   RETURN idemgate.fail_effect(c.effect_id, c.lease_owner, err, 'scripted failure');
 END $$;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 -- The contract's result columns.

@@ -3,16 +3,7 @@
 -- are unique to this file and have no registered endpoint unless a block
 -- registers one inside a transaction that is rolled back (so a running
 -- dispatcher never sees them). pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 
 -- mk(key, type, n) claims key and enqueues n effects of type (run approved).
 CREATE FUNCTION pg_temp.mk(k text, t text, n int) RETURNS SETOF uuid LANGUAGE plpgsql AS $$

@@ -5,16 +5,7 @@
 -- call pgTAP themselves (SET ROLE / SET SESSION AUTHORIZATION), so they get
 -- USAGE on schema tap and this session's pgTAP result tables, nothing of
 -- idemgate.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 SELECT * FROM no_plan();
 GRANT USAGE ON SCHEMA tap TO PUBLIC;
 DO $$

@@ -5,26 +5,8 @@
 -- lease owner rule). Otherwise 42501 with a hint naming grant_effect_type.
 -- Before 1.1 any client could pull (and complete, unsent) the dispatcher's
 -- effects and every other workflow's. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/pgtap.psql
+\i test/sql/include/as_role.psql
 -- hint_of(q): the hint of the error q raises (pgTAP's throws_ok checks the
 -- SQLSTATE and message, not the hint).
 CREATE FUNCTION pg_temp.hint_of(q text) RETURNS text LANGUAGE plpgsql AS $$

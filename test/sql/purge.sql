@@ -4,13 +4,7 @@
 -- Scripted in one transaction over empty tables, rolled back at the end
 -- (pgTAP and the test roles too), so the dispatcher (which calls purge
 -- hourly) and other files never interfere. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
+\i test/sql/include/quiet.psql
 BEGIN;
 SET LOCAL deadlock_timeout = '60s';
 LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs,
@@ -34,16 +28,7 @@ BEGIN
   IF err IS NULL THEN RETURN idemgate.complete_effect(c.effect_id, c.lease_owner)::text; END IF;
   RETURN idemgate.fail_effect(c.effect_id, c.lease_owner, err, 'scripted');
 END $$;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 SELECT is((SELECT count(*) FROM (SELECT idemgate.claim('purge-' || k, '{"email": "ana@example.com"}', workflow => 'purge-wf')

@@ -1,24 +1,7 @@
 -- record_validation: validate() as the run's live owner, counted per run
 -- (attempt) and audited without the output itself. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
--- as_role(role, q): q's first value (as text) run as role, role reset after.
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/pgtap.psql
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 -- The contract's signature and result columns.

@@ -5,13 +5,7 @@
 -- bundles; unknown field → 22023, missing required field → 22004, wrong
 -- type → 22023, each naming the field; single-row forms give one row.
 -- pgTAP: each query's rows are compared as text (record output).
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
+\i test/sql/include/quiet.psql
 
 -- An update from 1.0 gives roles that already hold a bundle its new forms.
 -- (Done first, in a database of its own; the answers are kept in psql
@@ -39,16 +33,7 @@ SET search_path = tap, public;
 -- rows_of(q) counts the rows q returns.
 CREATE FUNCTION pg_temp.rows_of(q text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint; BEGIN EXECUTE 'SELECT count(*) FROM (' || q || ') x' INTO n; RETURN n; END $$;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 -- The forms exist with the typed forms' result columns, in the bundles of

@@ -1,14 +1,5 @@
 -- Run ledger: claim outcomes, leases, CAS, renew, fail, supersede. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 SELECT * FROM no_plan();
 
 -- A webhook delivered twice: the first call claims, the second is a duplicate

@@ -1,16 +1,7 @@
 -- Bad input to the run ledger: every argument checked, the right SQLSTATE,
 -- a message naming the argument, and nothing half-written. pgTAP: each
 -- call must raise exactly this SQLSTATE and message (throws_ok).
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 SELECT count(*) AS runs_before FROM idemgate.runs \gset
 SELECT count(*) AS events_before FROM idemgate.events \gset
 SELECT * FROM no_plan();

@@ -4,29 +4,11 @@
 -- and nothing is written. Before 1.1 a 10 MB payload, card or result was
 -- accepted. Only a superuser may change the limit (check hook: >= 1 kB).
 -- pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 -- A JSON object holding n bytes of incompressible text (hex digests).
 CREATE FUNCTION pg_temp.doc(n int) RETURNS jsonb LANGUAGE sql AS $$
 SELECT jsonb_build_object('x', left(string_agg(md5('sz' || i), ''), n)) FROM generate_series(1, n / 32 + 1) i $$;
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 SELECT * FROM no_plan();
 
 SELECT is(current_setting('idemgate.max_document_size'), '1MB', 'the default limit is 1 MB');

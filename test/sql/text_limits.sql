@@ -4,16 +4,7 @@
 -- page must not stop the failure from being recorded, nor be copied whole
 -- into runs, dead letters and events. Error messages that echo a
 -- caller-supplied value echo at most 64 bytes of it, then "...".
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 -- The probes below put 1 MB texts inside documents: let documents be
 -- larger than idemgate.max_document_size's 1 MB here (test/sql/size_limits.sql).
 SET idemgate.max_document_size = '4MB';

@@ -1,15 +1,6 @@
 -- idemgate.validate: a JSON Schema subset for a model's structured output.
 -- Every expectation below would change if the validator were wrong. pgTAP.
-\set ECHO none
-\set QUIET 1
-\pset format unaligned
-\pset tuples_only true
-\pset pager off
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS idemgate;
-CREATE SCHEMA tap;
-CREATE EXTENSION pgtap SCHEMA tap;
-SET search_path = tap, public;
+\i test/sql/include/pgtap.psql
 -- detail_of(q) / hint_of(q): the DETAIL / HINT of the error q raises
 -- (throws_ok checks the SQLSTATE and the message, not these).
 CREATE FUNCTION pg_temp.detail_of(q text) RETURNS text LANGUAGE plpgsql AS $$
@@ -530,16 +521,7 @@ SELECT results_eq($$SELECT b.bundle FROM idemgate.bundle_members b
                   'validate is in the client and operator bundles');
 SELECT function_privs_are('idemgate', 'validate', ARRAY['jsonb', 'jsonb'], 'public', ARRAY[]::text[], 'PUBLIC may not execute validate');
 SELECT function_privs_are('idemgate', 'validate', ARRAY['jsonb', 'jsonb'], 'validate_client', ARRAY['EXECUTE'], 'the client may');
--- as_role(role, q): q's first value (as text) run as role; the role is
--- reset when q fails too (set_config is local to throws_ok's subtransaction).
-CREATE FUNCTION pg_temp.as_role(r text, q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE v text;
-BEGIN
-  PERFORM set_config('role', r, true);
-  EXECUTE q INTO v;
-  PERFORM set_config('role', 'none', true);
-  RETURN v;
-END $$;
+\i test/sql/include/as_role.psql
 SELECT is(pg_temp.as_role('validate_client', $q$SELECT row(valid, errors)::text FROM idemgate.validate('{"id": 1}', '{"required": ["id"]}')$q$),
           '(t,[])', 'the client validates');
 -- Even with the schema usable, a role without the bundle cannot execute it.
