@@ -63,12 +63,6 @@ static SavedStatement lock_approval_stmt = {
 	1, {UUIDOID}
 };
 
-static SavedStatement lock_run_stmt = {
-	"SELECT state, version FROM idemgate.runs"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {TEXTOID}
-};
-
 static SavedStatement cancel_approval_stmt = {
 	"UPDATE idemgate.approvals"
 	" SET consumed_at = pg_catalog.now(), decision = 'cancelled', approver_subject = $2"
@@ -155,6 +149,7 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	text	   *key;
 	int64		run_version;
 	bool		open;
+	EventDetails details;
 	const char *outcome = "invalid";
 
 	RequireArg(fcinfo, 0, "approval_id");
@@ -173,38 +168,33 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
 	run_version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
 	open = DatumGetBool(GetResultDatum(0, 3, &isnull));
+	/*
+	 * The run must still wait on this approval, at the version the request
+	 * put it in; the test and the state change (it fails like a rejection)
+	 * are one statement. One event: the cancellation and that change.
+	 */
+	DetailsInit(&details);
 	if (open)
 	{
-		Datum		runkey[1];
+		EventDetails result;
 
-		runkey[0] = PointerGetDatum(key);
-		if (ExecSaved(&lock_run_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not lock run");
-		if (SPI_processed == 1 &&
-			strcmp(TextDatumGetCString(GetResultDatum(0, 1, &isnull)), "awaiting_human") == 0 &&
-			DatumGetInt64(GetResultDatum(0, 2, &isnull)) == run_version)
+		DetailsInit(&result);
+		DetailsText(&result, "decision", "cancelled");
+		DetailsText(&result, "cancelled_by", actor);
+		DetailsText(&result, "reason", reason);
+		if (TryMoveRun(key, NULL, run_version, "awaiting_human", "failed_terminal",
+					   DetailsFinish(&result), &details) >= 0)
 			outcome = "cancelled";
 	}
 
 	if (strcmp(outcome, "cancelled") == 0)
 	{
 		char	   *approval_text = UuidString(approval_id);
-		EventDetails result;
-		EventDetails details;
 
 		values[1] = CStringGetTextDatum(actor);
 		if (ExecSaved(&cancel_approval_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
 			SPI_processed != 1)
 			elog(ERROR, "could not cancel approval");
-
-		DetailsInit(&result);
-		DetailsText(&result, "decision", "cancelled");
-		DetailsText(&result, "cancelled_by", actor);
-		DetailsText(&result, "reason", reason);
-		/* One event: the cancellation and the state change it makes. */
-		DetailsInit(&details);
-		MoveRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result),
-					 false, &details);
 
 		DetailsText(&details, "approval_id", approval_text);
 		DetailsText(&details, "reason", reason);

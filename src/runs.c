@@ -110,25 +110,21 @@ static SavedStatement lock_run_stmt = {
 static void AddStateChange(EventDetails *details, const char *from_state,
 						   const char *to_state, int64 version, Jsonb *result);
 
-/* TryMoveRun's one statement: the test and the change. */
-static SavedStatement try_move_stmt = {
+/*
+ * MoveRun's one statement: the run, if it is in $4 (and at version $3 and
+ * held by $2 with a live lease, when those are given), moves to $5.
+ */
+static SavedStatement move_stmt = {
 	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
-	"  result = COALESCE($6, result), updated_at = pg_catalog.now()"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"   AND version OPERATOR(pg_catalog.=) $3 AND state OPERATOR(pg_catalog.=) $4"
+	"  result = COALESCE($6, result), failures = failures OPERATOR(pg_catalog.+) $7,"
+	"  updated_at = pg_catalog.now()"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) $4"
+	"   AND ($3::pg_catalog.int8 IS NULL OR version OPERATOR(pg_catalog.=) $3)"
 	"   AND ($2::pg_catalog.uuid IS NULL"
 	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
 	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
 	" RETURNING version",
-	6, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID}
-};
-
-static SavedStatement set_state_stmt = {
-	"UPDATE idemgate.runs SET state = $2, version = version + 1,"
-	"  result = COALESCE($3, result), failures = failures + $4,"
-	"  updated_at = pg_catalog.now()"
-	" WHERE idempotency_key = $1 RETURNING version",
-	4, {TEXTOID, TEXTOID, JSONBOID, INT4OID}
+	7, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, INT4OID}
 };
 
 static SavedStatement renew_stmt = {
@@ -230,73 +226,75 @@ LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run)
 }
 
 /*
- * MoveRunState moves a locked run to to_state, bumps its version, stores
- * result when given and counts a failure when asked. It adds the change to
- * details (from, to, the new version, and the caller's model identity when
- * the result names one): the caller records them in the one event of its
- * action, so each state change is one event row. Returns the new version.
+ * MoveRun moves the run of key from from_state to to_state, bumps its
+ * version, stores result when given and counts a failure when asked, if it
+ * is in from_state and, when given, at *version and held by owner with a
+ * live lease. The change is added to details (AddStateChange) and the new
+ * version returned; -1, with nothing changed, when the run did not qualify.
+ * A concurrent change of the row is re-checked against the whole WHERE
+ * (READ COMMITTED), as a FOR UPDATE followed by the test would.
  */
-int64
-MoveRunState(text *key, const char *from_state, const char *to_state,
-			 Jsonb *result, bool count_failure, EventDetails *details)
+static int64
+MoveRun(text *key, pg_uuid_t *owner, const int64 *version, const char *from_state,
+		const char *to_state, Jsonb *result, bool count_failure, EventDetails *details)
 {
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
-	int64		version;
+	int64		new_version;
 
 	/* The rule the runs_state_check constraint used to enforce (1.0). */
 	if (!IsRunState(to_state))
 		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
 	values[0] = PointerGetDatum(key);
-	values[1] = CStringGetTextDatum(to_state);
-	values[2] = JsonbPGetDatum(result);
-	nulls[2] = result ? ' ' : 'n';
-	values[3] = Int32GetDatum(count_failure ? 1 : 0);
-	if (ExecSaved(&set_state_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not update run state");
-	version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
-	AddStateChange(details, from_state, to_state, version, result);
-	return version;
-}
-
-/*
- * TryMoveRun is a lock, a test and MoveRunState in one statement, for the
- * usual case: when key is at version and in from_state (and, when owner is
- * given, held by owner with a live lease), it moves to to_state, storing
- * result when given, the change is added to details and the new version
- * returned. Otherwise nothing changes and it returns -1: the caller then
- * tells the other cases apart (LockOwnedRun). A concurrent change of the
- * row is re-checked against the whole WHERE (READ COMMITTED), as a FOR
- * UPDATE followed by the test would.
- */
-int64
-TryMoveRun(text *key, pg_uuid_t *owner, int64 version, const char *from_state,
-		   const char *to_state, Jsonb *result, EventDetails *details)
-{
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	bool		isnull;
-	int64		new_version;
-
-	if (!IsRunState(to_state))
-		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
-	values[0] = PointerGetDatum(key);
 	values[1] = UUIDPGetDatum(owner);
 	nulls[1] = owner ? ' ' : 'n';
-	values[2] = Int64GetDatum(version);
+	values[2] = Int64GetDatum(version ? *version : 0);
+	nulls[2] = version ? ' ' : 'n';
 	values[3] = CStringGetTextDatum(from_state);
 	values[4] = CStringGetTextDatum(to_state);
 	values[5] = JsonbPGetDatum(result);
 	nulls[5] = result ? ' ' : 'n';
-	if (ExecSaved(&try_move_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
+	values[6] = Int32GetDatum(count_failure ? 1 : 0);
+	if (ExecSaved(&move_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update run state");
 	if (SPI_processed != 1)
 		return -1;
 	new_version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
 	AddStateChange(details, from_state, to_state, new_version, result);
 	return new_version;
+}
+
+/*
+ * MoveRunState moves a run this transaction holds locked, in from_state,
+ * to to_state (see MoveRun): the caller records details in the one event
+ * of its action, so each state change is one event row. Returns the new
+ * version.
+ */
+int64
+MoveRunState(text *key, const char *from_state, const char *to_state,
+			 Jsonb *result, bool count_failure, EventDetails *details)
+{
+	int64		version = MoveRun(key, NULL, NULL, from_state, to_state, result,
+								  count_failure, details);
+
+	if (version < 0)
+		elog(ERROR, "could not update run state");
+	return version;
+}
+
+/*
+ * TryMoveRun is the lock, the test and MoveRunState in one statement, for
+ * the usual case: key at version and in from_state (and, when owner is
+ * given, held by owner with a live lease) moves to to_state. Returns the
+ * new version, or -1 with nothing changed: the caller then tells the other
+ * cases apart (LockOwnedRun).
+ */
+int64
+TryMoveRun(text *key, pg_uuid_t *owner, int64 version, const char *from_state,
+		   const char *to_state, Jsonb *result, EventDetails *details)
+{
+	return MoveRun(key, owner, &version, from_state, to_state, result, false, details);
 }
 
 /*
