@@ -59,6 +59,10 @@ typedef struct ParsedEffect
 	TimestampTz not_before;		/* not due before then (delayed delivery) */
 } ParsedEffect;
 
+static ArrayType *InsertParsedEffects(text *key, const ParsedEffect *parsed, int n,
+									  bool automatic, const char *actor,
+									  EventDetails *details);
+
 static SavedStatement insert_effect_stmt = {
 	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
 	"                             next_attempt_at)"
@@ -278,6 +282,15 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor,
 {
 	ParsedEffect *parsed;
 	int			n = ParseEffects(effects, "effects", &parsed);
+
+	return InsertParsedEffects(key, parsed, n, automatic, actor, details);
+}
+
+/* InsertParsedEffects is InsertEffects for effects ParseEffects split. */
+static ArrayType *
+InsertParsedEffects(text *key, const ParsedEffect *parsed, int n, bool automatic,
+					const char *actor, EventDetails *details)
+{
 	Datum	   *ids = palloc(sizeof(Datum) * n);
 	int			inserted = 0;
 	StringInfoData idlist;
@@ -340,13 +353,11 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor,
  * ExistingEffectIds returns the ids (input order) of the effects of run key
  * when every (type, target) given is already in the outbox, else NULL.
  * Changes nothing: this is how a retried enqueue on an approved run is
- * answered.
+ * answered. parsed/n: the effects, as ParseEffects split them.
  */
 static ArrayType *
-ExistingEffectIds(text *key, Jsonb *effects)
+ExistingEffectIds(text *key, const ParsedEffect *parsed, int n)
 {
-	ParsedEffect *parsed;
-	int			n = ParseEffects(effects, "effects", &parsed);
 	Datum	   *ids = palloc(sizeof(Datum) * n);
 
 	for (int i = 0; i < n; i++)
@@ -384,6 +395,8 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	pg_uuid_t  *owner;
 	int64		version;
 	Jsonb	   *effects;
+	ParsedEffect *parsed;
+	int			n;
 	OwnedRun	run;
 	int64		new_version;
 	EventDetails details;
@@ -398,7 +411,7 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 3, "effects");
 	CheckDocumentArg(fcinfo, 3, "effects");
 	effects = PG_GETARG_JSONB_P(3);
-	(void) ValidateEffects(effects, "effects");
+	n = ParseEffects(effects, "effects", &parsed);	/* checked before anything is locked */
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -406,19 +419,13 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	/* One event: the enqueue and the state change it makes. */
 	DetailsInit(&details);
 	new_version = TryMoveRun(key, owner, version, "processing", "approved", NULL, &details);
-	if (new_version >= 0)
-	{
-		row[1] = Int64GetDatum(new_version);
-		row[0] = PointerGetDatum(InsertEffects(key, effects, true, NULL, &details));
-		rownulls[0] = rownulls[1] = false;
-	}
-	else
+	if (new_version < 0)
 	{
 		/* Not the usual case: a replay, a refusal or a row of NULLs. */
 		LockOwnedRun(key, owner, version, &run);
 		if (run.found && run.owned && strcmp(run.state, "approved") == 0)
 		{
-			ArrayType  *existing = ExistingEffectIds(key, effects);
+			ArrayType  *existing = ExistingEffectIds(key, parsed, n);
 
 			if (existing == NULL)
 				ereport(ERROR,
@@ -442,11 +449,14 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 						 strcmp(run.state, "awaiting_human") == 0 ?
 						 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
 						 errhint("The effects of this run were already decided; stop here.")));
-			row[1] = Int64GetDatum(MoveRunState(key, "processing", "approved", NULL, false,
-												&details));
-			row[0] = PointerGetDatum(InsertEffects(key, effects, true, NULL, &details));
-			rownulls[0] = rownulls[1] = false;
+			new_version = MoveRunState(key, "processing", "approved", NULL, false, &details);
 		}
+	}
+	if (new_version >= 0)
+	{
+		row[1] = Int64GetDatum(new_version);
+		row[0] = PointerGetDatum(InsertParsedEffects(key, parsed, n, true, NULL, &details));
+		rownulls[0] = rownulls[1] = false;
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
 	SPI_finish();
