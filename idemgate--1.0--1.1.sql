@@ -1,3 +1,100 @@
+\echo Use "ALTER EXTENSION idemgate UPDATE TO '1.1'" to load this file. \quit
+
+-- idemgate 1.0 → 1.1. Every schema change of version 1.1 lives in this
+-- directory, one file per feature, applied in name order. A fresh
+-- CREATE EXTENSION runs idemgate--1.0.sql and then this script, so a fresh
+-- install and an updated one are the same by construction (TAP 100 checks).
+-- sql/1.0--1.1/10_release.sql — issue 8 (release and house).
+
+-- events_claim_workflow_idx: 1.0 listed kind 'claimed', which no event row
+-- has (a first claim writes no event; its time is runs.created_at). The
+-- silence check (alert_instances' "watched" part, redefined in
+-- 30_operations.sql) asks for the same two kinds, so the planner can still
+-- prove the index's predicate from it.
+DROP INDEX idemgate.events_claim_workflow_idx;
+CREATE INDEX events_claim_workflow_idx
+    ON idemgate.events ((details OPERATOR(pg_catalog.->>) 'workflow'), at)
+    WHERE kind IN ('recovered', 'duplicate');
+
+-- n8n request forms (SPEC §13, src/request_forms.c). Every function a
+-- workflow calls also takes its whole request as ONE jsonb argument whose
+-- fields are the typed arguments' names: n8n's Postgres node pastes query
+-- parameters as literals and splits plain ones on commas, so the robust
+-- call is SELECT * FROM idemgate.f($1::jsonb) with JSON.stringify({...}).
+-- Same results, errors and bundle as the typed form; unknown field → 22023,
+-- missing required field → 22004; single-row forms always give one row.
+
+-- Each form is declared like its typed function (result, volatility, ROWS)
+-- as SECURITY DEFINER with a pinned search_path, C symbol
+-- idemgate_<name>_request, a comment naming its fields, and no EXECUTE for
+-- PUBLIC. One row a form: name, RETURNS, volatility, ROWS (NULL: not a
+-- set), fields, and what the comment adds. (CREATE EXTENSION replaces
+-- MODULE_PATHNAME in the whole script, this block included. TAP 100
+-- checks that a fresh install equals an updated one, pg_dump included.)
+DO $forms$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN
+        SELECT * FROM (VALUES
+            ('request_approval', 'TABLE(approval_id uuid, token text, expires_at timestamptz, version bigint)',
+             'VOLATILE', 1, 'key, owner, version, effects, expires_in, card, audience, requested_by', ''),
+            ('peek_approval', 'TABLE(approval_id uuid, idempotency_key text, status text, allowed_decisions text[],
+                                     expires_at timestamptz, card jsonb, effects jsonb)',
+             'STABLE', 1, 'token', '; always one row, status invalid (other columns NULL) for an unknown token'),
+            ('consume_approval', 'TABLE(outcome text, idempotency_key text, effect_ids uuid[])',
+             'VOLATILE', 1, 'token, decision, approver, reason', ''),
+            ('enqueue_effect', 'TABLE(effect_ids uuid[], version bigint)',
+             'VOLATILE', 1, 'key, owner, version, effects', ''),
+            ('cas_transition', 'bigint', 'VOLATILE', NULL, 'key, owner, version, new_state, result', ''),
+            ('renew_lease', 'timestamptz', 'VOLATILE', NULL, 'key, owner, version, extend_by', ''),
+            ('fail', 'text', 'VOLATILE', NULL, 'key, owner, version, error_class, error, retryable', ''),
+            ('record_validation', 'TABLE(valid boolean, errors jsonb, attempt integer)',
+             'VOLATILE', 1, 'key, owner, version, output, schema', ''),
+            ('claim_effects', 'TABLE(effect_id uuid, idempotency_key text, effect_type text, target text,
+                                     payload jsonb, attempt integer, lease_owner uuid)',
+             'VOLATILE', 10, 'effect_type, batch, lease', ''),
+            ('complete_effect', 'boolean', 'VOLATILE', NULL, 'effect_id, owner, provider_id, status', ''),
+            ('fail_effect', 'text', 'VOLATILE', NULL, 'effect_id, owner, error_class, error, retry_after, status', '')
+        ) AS forms(name, result, volatility, nrows, fields, note)
+    LOOP
+        EXECUTE pg_catalog.format(
+            'CREATE FUNCTION idemgate.%I(request jsonb) RETURNS %s
+             LANGUAGE C %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp %s
+             AS %L, %L',
+            f.name, f.result, f.volatility, 'ROWS ' || f.nrows,
+            'MODULE_PATHNAME', 'idemgate_' || f.name || '_request');
+        EXECUTE pg_catalog.format('COMMENT ON FUNCTION idemgate.%I(jsonb) IS %L', f.name,
+            pg_catalog.format('%s() with its %s in one JSON object {%s}: the form for n8n%s',
+                              f.name,
+                              CASE WHEN pg_catalog.strpos(f.fields, ',') > 0 THEN 'arguments' ELSE 'argument' END,
+                              f.fields, f.note));
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION idemgate.%I(jsonb) FROM PUBLIC', f.name);
+    END LOOP;
+END
+$forms$;
+
+-- Each form joins its typed function's bundle, and operator (which holds
+-- everything).
+WITH forms(bundle, fn) AS (VALUES
+    ('client', 'idemgate.request_approval(jsonb)'),
+    ('client', 'idemgate.enqueue_effect(jsonb)'),
+    ('client', 'idemgate.cas_transition(jsonb)'),
+    ('client', 'idemgate.renew_lease(jsonb)'),
+    ('client', 'idemgate.fail(jsonb)'),
+    ('client', 'idemgate.record_validation(jsonb)'),
+    ('client', 'idemgate.claim_effects(jsonb)'),
+    ('client', 'idemgate.complete_effect(jsonb)'),
+    ('client', 'idemgate.fail_effect(jsonb)'),
+    ('approver', 'idemgate.peek_approval(jsonb)'),
+    ('approver', 'idemgate.consume_approval(jsonb)'))
+INSERT INTO idemgate.bundle_members (bundle, fn)
+SELECT bundle, fn FROM forms
+UNION ALL
+SELECT 'operator', fn FROM forms;
+
+-- Roles that already hold a bundle get its new members from 99_release_grants.sql
+-- (which also skips roles dropped since, and keeps the grants out of pg_init_privs).
 
 -- ---------------------------------------------------------------------------
 -- 30_operations.sql — operating effects per type (SPEC §14, issue 10):
@@ -426,3 +523,262 @@ REVOKE EXECUTE ON FUNCTION idemgate.pause_effect_type(text, text, text),
                           idemgate.effect_type_metrics(),
                           idemgate.alerts_firing() FROM PUBLIC;
 REVOKE ALL ON idemgate.effect_types FROM PUBLIC;
+-- Hardening (issue 11, SPEC §15; C in src/pull_grants.c, src/identity.c,
+-- src/destinations.c, src/doc_limits.c and src/privileges.c).
+
+-- Pull API per effect type: a client may claim_effects (and complete or
+-- fail) only the types granted to it; a type with a registered endpoint
+-- belongs to the dispatcher and only an operator may pull it.
+CREATE TABLE idemgate.effect_type_grants (
+    role        regrole NOT NULL,
+    effect_type text NOT NULL,
+    granted_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    granted_by  text,
+    PRIMARY KEY (effect_type, role)
+);
+COMMENT ON TABLE idemgate.effect_type_grants IS
+'Which roles may pull (claim_effects, complete_effect, fail_effect) which effect types; maintained by grant_effect_type and revoke_effect_type';
+SELECT pg_catalog.pg_extension_config_dump('idemgate.effect_type_grants', '');
+REVOKE ALL ON idemgate.effect_type_grants FROM PUBLIC;
+
+CREATE FUNCTION idemgate.grant_effect_type(role regrole, effect_type text) RETURNS void
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_grant_effect_type';
+COMMENT ON FUNCTION idemgate.grant_effect_type(regrole, text) IS
+'Let a role pull effects of one type with claim_effects / complete_effect / fail_effect (types without an endpoint; a type with an endpoint belongs to the dispatcher)';
+
+CREATE FUNCTION idemgate.revoke_effect_type(role regrole, effect_type text) RETURNS boolean
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_revoke_effect_type';
+COMMENT ON FUNCTION idemgate.revoke_effect_type(regrole, text) IS
+'Stop a role pulling effects of one type; false when it had no such grant';
+
+REVOKE EXECUTE ON FUNCTION idemgate.grant_effect_type(regrole, text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION idemgate.revoke_effect_type(regrole, text) FROM PUBLIC;
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('operator', 'idemgate.grant_effect_type(regrole,text)'),
+    ('operator', 'idemgate.revoke_effect_type(regrole,text)');
+INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
+    ('operator', 'idemgate.effect_type_grants');
+
+-- Roles that already hold a bundle get its new members from 99_release_grants.sql
+-- (which also skips roles dropped since, and keeps the grants out of pg_init_privs).
+
+-- ---------------------------------------------------------------------------
+-- 45_dispatch.sql — the dispatcher parts of issues 10 and 11 (SPEC §14, §15).
+-- ---------------------------------------------------------------------------
+
+-- The kill switch and type pauses as a send barrier (src/send_barrier.c):
+-- a transaction that switches actions off or pauses a type makes every
+-- dispatcher stop writing new requests before it commits. Row triggers,
+-- so set_actions_enabled, pause_effect_type, a direct UPDATE and a
+-- pg_dump restore are all covered.
+CREATE FUNCTION idemgate.hold_sends_trigger() RETURNS trigger
+LANGUAGE C VOLATILE SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_hold_sends_trigger';
+COMMENT ON FUNCTION idemgate.hold_sends_trigger() IS
+'Trigger: the switch-off or pause being written holds every dispatcher''s new requests from its commit on (no first byte after the commit)';
+REVOKE ALL ON FUNCTION idemgate.hold_sends_trigger() FROM PUBLIC;
+CREATE TRIGGER hold_sends_on_switch_off AFTER INSERT OR UPDATE ON idemgate.control
+FOR EACH ROW WHEN (NOT NEW.actions_enabled) EXECUTE FUNCTION idemgate.hold_sends_trigger();
+CREATE TRIGGER hold_sends_on_pause AFTER INSERT OR UPDATE ON idemgate.paused_effect_types
+FOR EACH ROW EXECUTE FUNCTION idemgate.hold_sends_trigger();
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('operator', 'idemgate.hold_sends_trigger()');
+
+-- Per-endpoint limits (SPEC §14, src/rate_limit.c): register_endpoint gains
+-- rate_limit (requests per second) and max_in_flight (concurrent requests
+-- to this endpoint); NULL = none / the global idemgate.max_in_flight. The
+-- dispatchers keep them together (shared memory).
+ALTER TABLE idemgate.endpoints
+    ADD COLUMN rate_limit double precision,
+    ADD COLUMN max_in_flight integer;
+COMMENT ON COLUMN idemgate.endpoints.rate_limit IS
+'Most requests per second to this endpoint (over any one-second window), NULL = no limit';
+COMMENT ON COLUMN idemgate.endpoints.max_in_flight IS
+'Most concurrent requests to this endpoint, NULL = only the global idemgate.max_in_flight';
+
+DROP FUNCTION idemgate.register_endpoint(text, text, interval, integer, boolean, jsonb, text);
+CREATE FUNCTION idemgate.register_endpoint(effect_type text, url text,
+                                           timeout interval DEFAULT '10 seconds',
+                                           max_attempts integer DEFAULT 3,
+                                           honors_idempotency_key boolean DEFAULT false,
+                                           headers jsonb DEFAULT '{}',
+                                           provider_id_field text DEFAULT 'id',
+                                           rate_limit double precision DEFAULT NULL,
+                                           max_in_flight integer DEFAULT NULL)
+RETURNS void
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_register_endpoint';
+COMMENT ON FUNCTION idemgate.register_endpoint(text, text, interval, integer, boolean, jsonb, text, double precision, integer) IS
+'Create or replace the HTTP endpoint of an effect type: https, or http only to hosts in idemgate.allowed_http_hosts; extra headers may not override Content-Type, Idempotency-Key, Host or Content-Length; rate_limit (requests/s) and max_in_flight (concurrent requests) limit what the dispatchers send to it';
+REVOKE ALL ON FUNCTION idemgate.register_endpoint(text, text, interval, integer, boolean, jsonb, text, double precision, integer) FROM PUBLIC;
+UPDATE idemgate.bundle_members
+   SET fn = 'idemgate.register_endpoint(text,text,interval,integer,boolean,jsonb,text,double precision,integer)'
+ WHERE fn OPERATOR(pg_catalog.=) 'idemgate.register_endpoint(text,text,interval,integer,boolean,jsonb,text)';
+
+-- Performance (issue 12). Works the same on a fresh install (1.0 + this
+-- update) and on a populated 1.0 database.
+
+-- 1. Integrity rules of the hot tables move from CHECK constraints into the
+-- C code. PostgreSQL 15 rebuilds a table's CHECK expressions from their
+-- stored text (stringToNode) for every SPI execution that writes the table:
+-- about 10 µs per claim. Every writer of these columns is our own C code:
+--   runs.idempotency_key 1..512 bytes  CheckKeyText (src/args.c), on every key argument
+--   runs.state one of the six states   SetRunState refuses any other (src/runs.c);
+--                                      the claim statement writes 'processing'
+--   outbox.state one of the five       literals in src/outbox.c, src/dispatcher.c,
+--                                      src/deadletters.c
+-- test/sql/integrity_rules.sql shows each rule still holds.
+ALTER TABLE idemgate.runs DROP CONSTRAINT IF EXISTS runs_idempotency_key_check;
+ALTER TABLE idemgate.runs DROP CONSTRAINT IF EXISTS runs_state_check;
+ALTER TABLE idemgate.outbox DROP CONSTRAINT IF EXISTS outbox_state_check;
+COMMENT ON COLUMN idemgate.runs.state IS
+'processing, awaiting_human, approved, completed, failed_retryable or failed_terminal (kept by the C code, see test/sql/integrity_rules.sql)';
+COMMENT ON COLUMN idemgate.outbox.state IS
+'pending, sending, completed, unknown, failed or cancelled (kept by the C code, see test/sql/integrity_rules.sql)';
+
+-- 2. The silence alert asks for the last run of each watched workflow. A
+-- run without a workflow can never be watched, so it is left out of the
+-- index: claims without a workflow pay no second index insert.
+DROP INDEX IF EXISTS idemgate.runs_workflow_created_idx;
+CREATE INDEX runs_workflow_created_idx ON idemgate.runs (workflow, created_at)
+    WHERE workflow IS NOT NULL;
+
+-- 3. The partial indexes the claim and the settle step walk get one entry
+-- per state change, and the entries of effects that moved on stay until
+-- vacuum. A plain index scan marks them dead on its first visit
+-- (kill_prior_tuple) so later scans skip them, but not inside a
+-- deduplicated posting list (one index tuple for many rows with the same
+-- key: a backlog enqueued in one transaction shares next_attempt_at), which
+-- every claim then walked again, heap visit by heap visit (bench/dispatch:
+-- 352 µs of dispatcher CPU per effect for such a backlog, 189 µs
+-- otherwise). So no deduplication on these two.
+ALTER INDEX idemgate.outbox_due_idx SET (deduplicate_items = off);
+ALTER INDEX idemgate.outbox_sending_idx SET (deduplicate_items = off);
+REINDEX INDEX idemgate.outbox_due_idx;
+REINDEX INDEX idemgate.outbox_sending_idx;
+
+-- 4. A delivery and the completion of a run by its effects are recorded by
+-- the rows themselves, as a first claim already is (1.0): a completed
+-- effect keeps its provider id, HTTP status, attempts and time
+-- (updated_at), a completed run its version and time, and neither ever
+-- changes again. The two event rows each effect used to add (half of the
+-- bytes of a run and a third of the dispatcher's work per effect) are no
+-- longer written; key_history shows the same entries as before, from the
+-- rows, and gets the effect_id an entry is about.
+CREATE OR REPLACE VIEW idemgate.key_history AS
+    SELECT r.idempotency_key, r.created_at AS at, 'claimed'::text AS kind, NULL::text AS actor,
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'workflow', r.workflow, 'replaces_key', r.replaces_key)) AS details,
+           NULL::uuid AS effect_id
+      FROM idemgate.runs r
+    UNION ALL
+    SELECT e.idempotency_key, e.at, e.kind, e.actor, e.details, e.effect_id
+      FROM idemgate.events e
+     WHERE e.idempotency_key IS NOT NULL
+    UNION ALL
+    SELECT o.idempotency_key, o.updated_at, 'effect_completed', NULL,
+           pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+               'provider_id', o.provider_id, 'status', o.last_status, 'attempt', o.attempts)),
+           o.effect_id
+      FROM idemgate.outbox o
+     WHERE o.state OPERATOR(pg_catalog.=) 'completed'
+    UNION ALL
+    -- A run with effects completes only when its last effect is settled.
+    SELECT r.idempotency_key, r.updated_at, 'state_changed', NULL,
+           pg_catalog.jsonb_build_object('from', 'approved', 'to', 'completed', 'version', r.version),
+           NULL
+      FROM idemgate.runs r
+     WHERE r.state OPERATOR(pg_catalog.=) 'completed'
+       AND EXISTS (SELECT 1 FROM idemgate.outbox o
+                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key);
+COMMENT ON VIEW idemgate.key_history IS
+'Everything that happened to each key: its first claim (from runs), every event, each delivered effect (from outbox) and the completion of a run by its effects (from runs), for "did we process this key?" and "did we send?"';
+
+-- 5. Retention reads only what it deletes (src/retention.c): purge also
+-- asks created_at < bound (implied by updated_at < bound), and this BRIN
+-- index finds those runs in the old page ranges without reading the recent
+-- ones. autosummarize summarises each filled range as it is left behind.
+CREATE INDEX runs_created_brin ON idemgate.runs USING brin (created_at)
+    WITH (autosummarize = on);
+
+-- 6. The foreign keys of outbox and approvals to runs go, for the reason
+-- the CHECK constraints went (1.): every writer is our C code, and a
+-- foreign key costs a trigger per row. Deleting a run fired two cascade
+-- triggers, each a query, although purge deletes the children itself
+-- first: 90% of purging 200,000 runs (13.7 of 15 s). Inserting a child
+-- ran a key-share check of its run. The rule the keys kept, "every effect
+-- and approval has its run", is kept so:
+--   insert  effects (InsertEffects) and approvals (request_approval) are
+--           only inserted for a run this transaction holds locked FOR UPDATE;
+--   delete  runs are deleted only by purge, which deletes their approvals,
+--           effects, dead letters and events in the same statement; no
+--           bundle grants DELETE on runs.
+-- test/sql/integrity_rules.sql shows both.
+ALTER TABLE idemgate.outbox DROP CONSTRAINT IF EXISTS outbox_idempotency_key_fkey;
+ALTER TABLE idemgate.approvals DROP CONSTRAINT IF EXISTS approvals_idempotency_key_fkey;
+
+-- 5. A duplicate claim writes an event row; of its four index entries, the
+-- one in events_claim_workflow_idx is only ever looked up by workflow (the
+-- silence alert: details->>'workflow' = the watched workflow, which implies
+-- it is not null, so the planner still proves this predicate). Claims
+-- without a workflow no longer put a NULL entry there: one index insert
+-- and ~70 bytes of WAL less per such duplicate (bench/claim).
+DROP INDEX idemgate.events_claim_workflow_idx;
+CREATE INDEX events_claim_workflow_idx
+    ON idemgate.events ((details OPERATOR(pg_catalog.->>) 'workflow'), at)
+    WHERE kind IN ('recovered', 'duplicate')
+      AND (details OPERATOR(pg_catalog.->>) 'workflow') IS NOT NULL;
+-- sql/1.0--1.1/99_release_grants.sql — issue 8 (release). Runs last.
+--
+-- Roles that already hold a bundle (granted_bundles: grant_role under the
+-- old version) get every member this update added to it, as grant_role
+-- gives them in a fresh install; the feature files above only insert their
+-- new functions and tables into bundle_members.
+--
+-- PostgreSQL records every GRANT run inside an extension script as an
+-- initial privilege of the object (pg_init_privs), and pg_dump leaves
+-- initial privileges out of a dump: a dump of the updated database would
+-- restore without these grants. They are the DBA's grants (grant_role),
+-- not the extension's, so they are taken out of pg_init_privs again, for
+-- every member object, whichever script granted them. TAP 100 checks that
+-- an updated database has the same ACLs, initial privileges and pg_dump
+-- output as a fresh install whose roles got the same bundles.
+DO $$
+DECLARE g record;
+BEGIN
+  -- A role dropped since grant_role (DROP OWNED + DROP ROLE) leaves its
+  -- granted_bundles row behind: skipped, or the whole update would fail.
+  FOR g IN SELECT DISTINCT gb.role::pg_catalog.text AS role, m.fn, m.rel::pg_catalog.text AS rel
+             FROM idemgate.granted_bundles gb
+             JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) gb.role::pg_catalog.oid
+             JOIN idemgate.bundle_members m ON m.bundle OPERATOR(pg_catalog.=) gb.bundle
+            ORDER BY 1, 2, 3
+  LOOP
+    IF g.fn IS NOT NULL THEN
+      EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', g.fn, g.role);
+    ELSE
+      EXECUTE pg_catalog.format('GRANT SELECT ON %s TO %s', g.rel, g.role);
+    END IF;
+  END LOOP;
+END $$;
+
+UPDATE pg_catalog.pg_init_privs p
+   SET initprivs = ARRAY(SELECT a FROM pg_catalog.unnest(p.initprivs) WITH ORDINALITY AS u(a, n)
+                          WHERE NOT EXISTS (
+                                SELECT 1 FROM pg_catalog.aclexplode(ARRAY[u.a]) x
+                                  JOIN idemgate.granted_bundles gb
+                                    ON gb.role::pg_catalog.oid OPERATOR(pg_catalog.=) x.grantee
+                                 WHERE x.grantee OPERATOR(pg_catalog.<>) e.extowner)
+                          ORDER BY u.n)
+  FROM pg_catalog.pg_extension e, pg_catalog.pg_depend d
+ WHERE e.extname OPERATOR(pg_catalog.=) 'idemgate'
+   AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+   AND d.refobjid OPERATOR(pg_catalog.=) e.oid
+   AND d.deptype OPERATOR(pg_catalog.=) 'e'
+   AND p.classoid OPERATOR(pg_catalog.=) d.classid
+   AND p.objoid OPERATOR(pg_catalog.=) d.objid
+   AND p.privtype OPERATOR(pg_catalog.=) 'e';

@@ -1,4 +1,4 @@
--- sql/1.0--1.1/99_release_grants.sql — issue 8 (release). Runs last.
+-- sql/1.1--1.2/99_release_grants.sql — runs last (as in 1.0--1.1).
 --
 -- Roles that already hold a bundle (granted_bundles: grant_role under the
 -- old version) get every member this update added to it, as grant_role
