@@ -43,7 +43,7 @@
 #include "outbox.h"
 #include "runs.h"
 #include "spi_util.h"
-#include "dispatcher_shmem.h"
+#include "dispatcher_wake.h"
 
 PG_FUNCTION_INFO_V1(idemgate_reinject);
 PG_FUNCTION_INFO_V1(idemgate_reinject_all);

@@ -57,7 +57,7 @@
  * all dispatchers) lets it start; waiting effects count against the
  * capacity, so no more is claimed than can go out.
  *
- * Waking. WakeDispatcherAtCommit (src/dispatcher_shmem.c) sets our latch when a
+ * Waking. WakeDispatcherAtCommit (src/dispatcher_wake.c) sets our latch when a
  * transaction that enqueued effects commits; polling every
  * idemgate.poll_interval is only the fallback (for retries whose backoff
  * has elapsed). A claim that filled its batch loops again at once.
@@ -126,6 +126,7 @@
 #include "send_barrier.h"
 #include "spi_util.h"
 #include "dispatcher_shmem.h"
+#include "dispatcher_wake.h"
 #include "worker.h"
 
 /* Lease = endpoint timeout + this, to cover recording the outcome. */
@@ -1130,14 +1131,14 @@ IdemgateDispatcherMain(Datum main_arg)
 
 	HotPathPlanning(true);
 
-	if (IdemgateShmem == NULL || my_slot < 0 || my_slot >= IDEMGATE_MAX_DISPATCHERS)
+	if (DispatcherShmem == NULL || my_slot < 0 || my_slot >= IDEMGATE_MAX_DISPATCHERS)
 		elog(ERROR, "idemgate dispatcher started without its shared memory");
 	if (SlotTakenByLiveProcess(my_slot))
 	{
 		ereport(LOG, (errmsg("idemgate dispatcher %d already runs; exiting", my_slot)));
 		proc_exit(0);
 	}
-	my_shared = &IdemgateShmem->slots[my_slot];
+	my_shared = &DispatcherShmem->slots[my_slot];
 	my_shared->pid = MyProcPid;
 	pg_write_barrier();
 	my_shared->procno = MyProc->pgprocno;

@@ -79,9 +79,9 @@ static SavedStatement expire_gone_stmt = {
 void
 DispatcherLeaseBegin(int slot)
 {
-	DispatcherSlot *s = &IdemgateShmem->slots[slot];
+	DispatcherSlot *s = &DispatcherShmem->slots[slot];
 
-	my_life = IdemgateShmem->life_id;
+	my_life = DispatcherShmem->life_id;
 	my_slot = slot;
 	my_incarnation = (uint8) pg_atomic_add_fetch_u32(&s->incarnation, 1);
 }

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/dispatcher_shmem.h
- *	  Shared memory of the dispatchers, and waking them when new effects
- *	  become due.
+ *	  The dispatchers' shared memory: one slot per dispatcher, read by
+ *	  dispatcher_status(), the send barrier and the wake-up.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,8 +13,6 @@
 #include "port/atomics.h"
 
 #include "idemgate_limits.h"
-#include "rate_limit.h"
-#include "send_barrier.h"
 
 /*
  * One dispatcher's slot. pid and procno are written only by the dispatcher
@@ -38,31 +36,25 @@ typedef struct DispatcherSlot
 	pg_atomic_uint32 incarnation;	/* starts of this slot in this life */
 } DispatcherSlot;
 
-typedef struct IdemgateShared
+typedef struct DispatcherShared
 {
 	volatile int launcher_pid;
 	uint32		life_id;		/* random, new at every shared memory setup
 								 * (server start and crash restart); see
 								 * src/dispatcher_leases.c */
 	DispatcherSlot slots[IDEMGATE_MAX_DISPATCHERS];
-	SendBarrierShared barrier;	/* src/send_barrier.c */
-	RateLimitShared rates;		/* src/rate_limit.c */
-} IdemgateShared;
+} DispatcherShared;
 
 /* NULL unless the library was preloaded. */
-extern IdemgateShared *IdemgateShmem;
+extern DispatcherShared *DispatcherShmem;
 
-extern void IdemgateShmemInit(void);
-
-/*
- * WakeDispatcherAtCommit asks for the dispatchers to be woken when the
- * current transaction commits (nothing happens on abort, or when the
- * library is not preloaded). Cheap to call many times per transaction.
- */
-extern void WakeDispatcherAtCommit(void);
+/* From _PG_init: defines the segment (src/shmem_segment.c). */
+extern void DispatcherShmemDefine(void);
 
 /* WakeDispatchers sets every dispatcher's latch now. */
 extern void WakeDispatchers(void);
 extern bool SlotTakenByLiveProcess(int slot);
+/* DispatcherSlotInUse tells whether a dispatcher has taken slot. */
+extern bool DispatcherSlotInUse(int slot);
 
 #endif

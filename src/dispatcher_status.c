@@ -30,11 +30,11 @@ idemgate_dispatcher_status(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (IdemgateShmem == NULL)
+	if (DispatcherShmem == NULL)
 		return (Datum) 0;
 	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
 	{
-		DispatcherSlot *s = &IdemgateShmem->slots[i];
+		DispatcherSlot *s = &DispatcherShmem->slots[i];
 		Datum		values[11];
 		bool		nulls[11] = {0};
 		int			pid = s->pid;

@@ -31,7 +31,7 @@
 #include "events.h"
 #include "idemgate.h"
 #include "spi_util.h"
-#include "dispatcher_shmem.h"
+#include "dispatcher_wake.h"
 
 PG_FUNCTION_INFO_V1(idemgate_pause_effect_type);
 PG_FUNCTION_INFO_V1(idemgate_resume_effect_type);

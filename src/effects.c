@@ -38,7 +38,7 @@
 #include "idemgate.h"
 #include "runs.h"
 #include "spi_util.h"
-#include "dispatcher_shmem.h"
+#include "dispatcher_wake.h"
 
 PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 

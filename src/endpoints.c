@@ -36,7 +36,7 @@
 #include "events.h"
 #include "guc.h"
 #include "spi_util.h"
-#include "dispatcher_shmem.h"
+#include "dispatcher_wake.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
 

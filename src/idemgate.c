@@ -11,9 +11,11 @@
 #include "miscadmin.h"
 
 #include "dispatcher.h"
+#include "dispatcher_shmem.h"
 #include "extension_notice.h"
 #include "guc.h"
-#include "dispatcher_shmem.h"
+#include "rate_limit.h"
+#include "send_barrier.h"
 
 PG_MODULE_MAGIC;
 
@@ -28,7 +30,9 @@ _PG_init(void)
 	/* The dispatcher needs shared memory and a worker slot: preload only. */
 	if (process_shared_preload_libraries_in_progress)
 	{
-		IdemgateShmemInit();
+		DispatcherShmemDefine();
+		SendBarrierShmemDefine();
+		RateLimitShmemDefine();
 		RegisterIdemgateLauncher();
 		InstallExtensionNotice();
 	}

@@ -29,7 +29,7 @@
 #include "guc.h"
 #include "killswitch.h"
 #include "spi_util.h"
-#include "dispatcher_shmem.h"
+#include "dispatcher_wake.h"
 
 PG_FUNCTION_INFO_V1(idemgate_set_actions_enabled);
 PG_FUNCTION_INFO_V1(idemgate_actions_enabled);

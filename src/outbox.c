@@ -60,7 +60,6 @@
 #include "pull_grants.h"
 #include "runs.h"
 #include "spi_util.h"
-#include "dispatcher_shmem.h"
 
 PG_FUNCTION_INFO_V1(idemgate_claim_effects);
 PG_FUNCTION_INFO_V1(idemgate_complete_effect);

@@ -45,8 +45,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "dispatcher_shmem.h"
 #include "rate_limit.h"
+#include "shmem_segment.h"
 #include "spi_util.h"
 
 static int	rate_slot = -1;
@@ -57,12 +57,25 @@ static SavedStatement store_limits_stmt = {
 	3, {TEXTOID, FLOAT8OID, INT4OID}
 };
 
-/* RateLimitShmemInit sets up the shared table (shared memory startup). */
-void
-RateLimitShmemInit(RateLimitShared *r)
+/* NULL unless the library was preloaded. */
+static RateLimitShared *Rates = NULL;
+
+/* InitRateLimits sets up a new segment: an empty table. */
+static void
+InitRateLimits(void *segment)
 {
+	RateLimitShared *r = segment;
+
 	SpinLockInit(&r->lock);
 	memset(r->entries, 0, sizeof(r->entries));
+}
+
+/* RateLimitShmemDefine defines the segment; from _PG_init. */
+void
+RateLimitShmemDefine(void)
+{
+	DefineShmemSegment("idemgate rate limits", sizeof(RateLimitShared),
+					   InitRateLimits, (void **) &Rates);
 }
 
 /* ------------------------------------------------- register_endpoint */
@@ -128,7 +141,7 @@ StoreEndpointLimits(text *effect_type, Datum rate, bool rate_null,
 static void
 RateLimitOnExit(int code, Datum arg)
 {
-	RateLimitShared *r = &IdemgateShmem->rates;
+	RateLimitShared *r = Rates;
 
 	SpinLockAcquire(&r->lock);
 	for (int i = 0; i < RATE_LIMIT_ENTRIES; i++)
@@ -188,7 +201,7 @@ FindEntry(RateLimitShared *r, const char *effect_type, bool create, int64 now)
 bool
 RateLimitTryStart(const char *effect_type, double rate, int max_in_flight, int64 *wait_usecs)
 {
-	RateLimitShared *r = &IdemgateShmem->rates;
+	RateLimitShared *r = Rates;
 	int64		now = GetCurrentTimestamp();
 	RateEntry  *e;
 	bool		ok = true;
@@ -230,7 +243,7 @@ RateLimitTryStart(const char *effect_type, double rate, int max_in_flight, int64
 void
 RateLimitFinish(const char *effect_type)
 {
-	RateLimitShared *r = &IdemgateShmem->rates;
+	RateLimitShared *r = Rates;
 	RateEntry  *e;
 
 	SpinLockAcquire(&r->lock);

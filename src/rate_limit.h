@@ -34,7 +34,8 @@ typedef struct RateLimitShared
 	RateEntry	entries[RATE_LIMIT_ENTRIES];
 } RateLimitShared;
 
-extern void RateLimitShmemInit(RateLimitShared *r);
+/* From _PG_init: defines the segment (src/shmem_segment.c). */
+extern void RateLimitShmemDefine(void);
 
 /* register_endpoint's trailing arguments (argno, argno + 1). */
 extern void EndpointLimitsArgs(FunctionCallInfo fcinfo, int argno,

@@ -86,6 +86,7 @@
 #include "guc.h"
 #include "killswitch.h"
 #include "send_barrier.h"
+#include "shmem_segment.h"
 #include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(idemgate_hold_sends_trigger);
@@ -112,14 +113,27 @@ static SavedStatement paused_types_stmt = {
 	0, {InvalidOid}
 };
 
-/* SendBarrierShmemInit sets up the shared state (shared memory startup). */
-void
-SendBarrierShmemInit(SendBarrierShared *b)
+/* NULL unless the library was preloaded. */
+static SendBarrierShared *Barrier = NULL;
+
+/* InitSendBarrier sets up a new segment: no setter, nothing performing. */
+static void
+InitSendBarrier(void *segment)
 {
+	SendBarrierShared *b = segment;
+
 	pg_atomic_init_u32(&b->setters, 0);
 	pg_atomic_init_u64(&b->generation, 0);
 	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
 		pg_atomic_init_u64(&b->perform_seq[i], 0);
+}
+
+/* SendBarrierShmemDefine defines the segment; from _PG_init. */
+void
+SendBarrierShmemDefine(void)
+{
+	DefineShmemSegment("idemgate send barrier", sizeof(SendBarrierShared),
+					   InitSendBarrier, (void **) &Barrier);
 }
 
 /* ------------------------------------------------------ setter side */
@@ -132,7 +146,7 @@ SendBarrierShmemInit(SendBarrierShared *b)
 static void
 RaiseHold(void)
 {
-	SendBarrierShared *b = &IdemgateShmem->barrier;
+	SendBarrierShared *b = Barrier;
 
 	pg_atomic_fetch_add_u32(&b->setters, 1);
 	holding = true;
@@ -143,7 +157,7 @@ RaiseHold(void)
 		uint64		seq;
 		TimestampTz start;
 
-		if (IdemgateShmem->slots[i].pid == 0)
+		if (!DispatcherSlotInUse(i))
 			continue;
 		seq = pg_atomic_read_u64(&b->perform_seq[i]);
 		if ((seq & 1) == 0)
@@ -192,7 +206,7 @@ BarrierXactCallback(XactEvent event, void *arg)
 			if (holding)
 			{
 				holding = false;
-				pg_atomic_fetch_sub_u32(&IdemgateShmem->barrier.setters, 1);
+				pg_atomic_fetch_sub_u32(&Barrier->setters, 1);
 			}
 			break;
 		default:
@@ -208,7 +222,7 @@ BarrierXactCallback(XactEvent event, void *arg)
 void
 SendBarrierHoldAtCommit(void)
 {
-	if (IdemgateShmem == NULL)
+	if (Barrier == NULL)
 		return;
 	if (!callback_registered)
 	{
@@ -237,7 +251,7 @@ idemgate_hold_sends_trigger(PG_FUNCTION_ARGS)
 static void
 LeavePerformOnExit(int code, Datum arg)
 {
-	pg_atomic_uint64 *seq = &IdemgateShmem->barrier.perform_seq[barrier_slot];
+	pg_atomic_uint64 *seq = &Barrier->perform_seq[barrier_slot];
 
 	if (pg_atomic_read_u64(seq) & 1)
 		pg_atomic_fetch_add_u64(seq, 1);
@@ -248,8 +262,8 @@ void
 SendBarrierBegin(int slot)
 {
 	barrier_slot = slot;
-	if (pg_atomic_read_u64(&IdemgateShmem->barrier.perform_seq[slot]) & 1)
-		pg_atomic_fetch_add_u64(&IdemgateShmem->barrier.perform_seq[slot], 1);
+	if (pg_atomic_read_u64(&Barrier->perform_seq[slot]) & 1)
+		pg_atomic_fetch_add_u64(&Barrier->perform_seq[slot], 1);
 	on_shmem_exit(LeavePerformOnExit, (Datum) 0);
 }
 
@@ -258,7 +272,7 @@ void
 SendBarrierPerformBegin(void)
 {
 	if (barrier_slot >= 0)
-		pg_atomic_fetch_add_u64(&IdemgateShmem->barrier.perform_seq[barrier_slot], 1);
+		pg_atomic_fetch_add_u64(&Barrier->perform_seq[barrier_slot], 1);
 }
 
 /* SendBarrierPerformEnd marks the return from curl_multi_perform (even). */
@@ -266,7 +280,7 @@ void
 SendBarrierPerformEnd(void)
 {
 	if (barrier_slot >= 0)
-		pg_atomic_fetch_add_u64(&IdemgateShmem->barrier.perform_seq[barrier_slot], 1);
+		pg_atomic_fetch_add_u64(&Barrier->perform_seq[barrier_slot], 1);
 }
 
 /*
@@ -278,9 +292,9 @@ SendBarrierAllows(const char *effect_type)
 {
 	SendBarrierShared *b;
 
-	if (!IdemgateActionsEnabled || IdemgateShmem == NULL)
+	if (!IdemgateActionsEnabled || Barrier == NULL)
 		return false;
-	b = &IdemgateShmem->barrier;
+	b = Barrier;
 	if (pg_atomic_read_u32(&b->setters) != 0)
 		return false;
 	if (pg_atomic_read_u64(&b->generation) != absorbed_generation)
@@ -301,7 +315,7 @@ SendBarrierAllows(const char *effect_type)
 bool
 SendBarrierStale(void)
 {
-	SendBarrierShared *b = &IdemgateShmem->barrier;
+	SendBarrierShared *b = Barrier;
 
 	return pg_atomic_read_u32(&b->setters) == 0 &&
 		pg_atomic_read_u64(&b->generation) != absorbed_generation;
@@ -316,7 +330,7 @@ SendBarrierStale(void)
 void
 SendBarrierRefresh(void)
 {
-	SendBarrierShared *b = &IdemgateShmem->barrier;
+	SendBarrierShared *b = Barrier;
 	uint64		generation;
 	bool		quiet;
 	bool		enabled = false;

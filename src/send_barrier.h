@@ -14,7 +14,7 @@
 
 #include "idemgate_limits.h"
 
-/* The barrier's shared state (a member of IdemgateShared). */
+/* The barrier's shared state: a segment of its own. */
 typedef struct SendBarrierShared
 {
 	/* Transactions past PRE_COMMIT that hold sends, not yet ended. */
@@ -25,7 +25,8 @@ typedef struct SendBarrierShared
 	pg_atomic_uint64 perform_seq[IDEMGATE_MAX_DISPATCHERS];
 } SendBarrierShared;
 
-extern void SendBarrierShmemInit(SendBarrierShared *b);
+/* From _PG_init: defines the segment (src/shmem_segment.c). */
+extern void SendBarrierShmemDefine(void);
 
 /* Any backend: hold every dispatcher's sends from this transaction's commit. */
 extern void SendBarrierHoldAtCommit(void);
