@@ -1,0 +1,98 @@
+// nodes/shared/connection.ts — PostgreSQL connections from n8n's own
+// `postgres` credential, with node-postgres (pg).
+//
+// One pool per distinct credential, kept for the life of the n8n process
+// (n8n loads a node type once), so a busy webhook workflow does not open a
+// connection per execution. Statements are sent with the extended protocol
+// and an unnamed statement: the parameter travels in a Bind message, never
+// in the statement text, and nothing is prepared by name, so PgBouncer in
+// transaction mode works too.
+import { Client, Pool } from 'pg';
+import type { ClientConfig, FieldDef, PoolConfig, QueryResult } from 'pg';
+import type { ICredentialDataDecryptedObject } from 'n8n-workflow';
+import type { Json, JsonObject } from './requests';
+
+const INT8_OID = 20;
+
+/** clientConfig maps n8n's postgres credential to node-postgres' configuration. */
+export function clientConfig(c: ICredentialDataDecryptedObject): ClientConfig {
+	if (c.sshTunnel === true) {
+		throw new Error('The idemgate nodes do not support SSH tunnels: connect directly, or through a tunnel started outside n8n');
+	}
+	const cfg: ClientConfig = {
+		host: (c.host as string) || 'localhost',
+		port: Number(c.port) || 5432,
+		database: (c.database as string) || undefined,
+		user: (c.user as string) || undefined,
+		password: (c.password as string) || undefined,
+		application_name: 'n8n-nodes-idemgate',
+		connectionTimeoutMillis: 15000,
+	};
+	const ssl = (c.ssl as string) || 'disable';
+	if (ssl !== 'disable') cfg.ssl = { rejectUnauthorized: c.allowUnauthorizedCerts !== true };
+	return cfg;
+}
+
+const pools = new Map<string, Pool>();
+
+/** poolFor returns the pool of a credential (created on first use). */
+export function poolFor(c: ICredentialDataDecryptedObject): Pool {
+	const cfg = clientConfig(c);
+	const key = JSON.stringify([cfg.host, cfg.port, cfg.database, cfg.user, cfg.password, cfg.ssl ?? null, c.maxConnections]);
+	let pool = pools.get(key);
+	if (!pool) {
+		const pc: PoolConfig = { ...cfg, max: Number(c.maxConnections) || 20, idleTimeoutMillis: 30000 };
+		pool = new Pool(pc);
+		pool.on('error', () => {
+			/* an idle connection died (server restart): the pool replaces it */
+		});
+		pools.set(key, pool);
+	}
+	return pool;
+}
+
+/**
+ * toJson converts a result row: bigint columns (version) become numbers when
+ * they are safe integers (else they stay strings of digits, which
+ * idemgate's jsonb forms accept back); uuid, text and timestamps stay
+ * strings, jsonb values stay objects.
+ */
+export function toJson(fields: FieldDef[], row: { [key: string]: unknown }): JsonObject {
+	const out: JsonObject = {};
+	for (const f of fields) {
+		let v = row[f.name];
+		if (f.dataTypeID === INT8_OID && typeof v === 'string') {
+			const n = Number(v);
+			if (Number.isSafeInteger(n)) v = n;
+		} else if (v instanceof Date) v = v.toISOString();
+		out[f.name] = (v === undefined ? null : v) as Json;
+	}
+	return out;
+}
+
+/** rows returns a result's rows as JSON objects. */
+export const rows = (r: QueryResult) => r.rows.map((row) => toJson(r.fields, row));
+
+/**
+ * backend is the database side of the nodes, one object so that the unit
+ * tests can put a fake in its place.
+ */
+export const backend = {
+	/** query runs one statement with its single jsonb parameter. */
+	async query(c: ICredentialDataDecryptedObject, sql: string, request: JsonObject): Promise<JsonObject[]> {
+		const r = await poolFor(c).query({ text: sql, values: [JSON.stringify(request)] });
+		return rows(r);
+	},
+	/** notify wakes the triggers waiting for effects (best effort). */
+	async notify(c: ICredentialDataDecryptedObject, channel: string, payloads: string[]): Promise<void> {
+		for (const p of payloads) {
+			await poolFor(c).query({ text: 'SELECT pg_catalog.pg_notify($1, $2)', values: [channel, p] });
+		}
+	},
+	/** connect opens one dedicated connection (a trigger's LISTEN). */
+	async connect(c: ICredentialDataDecryptedObject): Promise<Client> {
+		const client = new Client(clientConfig(c));
+		await client.connect();
+		return client;
+	},
+};
