@@ -48,15 +48,16 @@
 
 #include "approvals.h"
 #include "args.h"
-#include "identity.h"
-#include "doc_limits.h"
 #include "crypto.h"
+#include "dead_letters.h"
+#include "doc_limits.h"
 #include "effects.h"
-#include "deadletters.h"
 #include "events.h"
-#include "idemgate.h"
+#include "idemgate_limits.h"
+#include "identity.h"
 #include "runs.h"
 #include "spi_util.h"
+#include "sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_request_approval);
 PG_FUNCTION_INFO_V1(idemgate_hash_token);
@@ -145,6 +146,20 @@ static SavedStatement expired_stmt = {
 	" ORDER BY a.expires_at LIMIT " CppAsString2(EXPIRE_BATCH)
 	" FOR UPDATE OF a SKIP LOCKED",
 	0, {InvalidOid}
+};
+
+static SavedStatement lock_for_cancel_stmt = {
+	"SELECT idempotency_key, run_version,"
+	"       consumed_at IS NULL AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
+	" FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {UUIDOID}
+};
+
+static SavedStatement cancel_approval_stmt = {
+	"UPDATE idemgate.approvals"
+	" SET consumed_at = pg_catalog.now(), decision = 'cancelled', approver_subject = $2"
+	" WHERE approval_id OPERATOR(pg_catalog.=) $1",
+	2, {UUIDOID, TEXTOID}
 };
 
 static SavedStatement lock_run_skip_stmt = {
@@ -358,22 +373,13 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	/* One event: the request and the state change it makes. */
 	DetailsInit(&details);
-	new_version = TryMoveRun(key, owner, version, "processing", "awaiting_human", NULL, &details);
-	if (new_version < 0)
-	{
-		/* Not the usual case: find out why, and refuse or return NULLs. */
-		LockOwnedRun(key, owner, version, &run);
-		if (run.found && run.owned)
-		{
-			if (strcmp(run.state, "processing") != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-						 errmsg("illegal transition of run \"%s\" from %s to awaiting_human",
-								text_to_cstring(key), run.state),
-						 errdetail("request_approval only applies to a run that is processing.")));
-			new_version = MoveRunState(key, "processing", "awaiting_human", NULL, false, &details);
-		}
-	}
+	new_version = MoveOwnedProcessingRun(key, owner, version, "awaiting_human", &details, &run);
+	if (new_version < 0 && run.found && run.owned)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+				 errmsg("illegal transition of run \"%s\" from %s to awaiting_human",
+						text_to_cstring(key), run.state),
+				 errdetail("request_approval only applies to a run that is processing.")));
 	if (new_version >= 0)
 	{
 		uint8		raw[IDEMGATE_TOKEN_BYTES];
@@ -653,4 +659,39 @@ idemgate_expire_approvals(PG_FUNCTION_ARGS)
 	expired = ExpireApprovals();
 	SPI_finish();
 	PG_RETURN_INT32(expired);
+}
+
+/*
+ * LockApproval locks approval_id's row for cancel_approval and tells its
+ * run, the run's version when it was requested, and whether it is still
+ * undecided and unexpired; false when there is no such approval. Must be
+ * called inside SPI.
+ */
+bool
+LockApproval(pg_uuid_t *approval_id, text **key, int64 *run_version, bool *open)
+{
+	Datum		value = UUIDPGetDatum(approval_id);
+	bool		isnull;
+
+	if (ExecSaved(&lock_for_cancel_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock approval");
+	if (SPI_processed == 0)
+		return false;
+	*key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
+	*run_version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
+	*open = DatumGetBool(GetResultDatum(0, 3, &isnull));
+	return true;
+}
+
+/* CancelLockedApproval decides a locked approval as cancelled by actor. */
+void
+CancelLockedApproval(pg_uuid_t *approval_id, const char *actor)
+{
+	Datum		values[2];
+
+	values[0] = UUIDPGetDatum(approval_id);
+	values[1] = CStringGetTextDatum(actor);
+	if (ExecSaved(&cancel_approval_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not cancel approval");
 }

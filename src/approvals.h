@@ -10,6 +10,7 @@
 #define IDEMGATE_APPROVALS_H
 
 #include "postgres.h"
+#include "utils/uuid.h"
 
 /* Bytes of CSPRNG material in a token (256 bits; 43 base64url characters). */
 #define IDEMGATE_TOKEN_BYTES 32
@@ -21,5 +22,9 @@
  * concurrent consume_approval. Must be called inside SPI.
  */
 extern int	ExpireApprovals(void);
+
+/* cancel_approval (src/cancel.c); inside SPI. */
+extern bool LockApproval(pg_uuid_t *approval_id, text **key, int64 *run_version, bool *open);
+extern void CancelLockedApproval(pg_uuid_t *approval_id, const char *actor);
 
 #endif

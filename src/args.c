@@ -15,7 +15,8 @@
 #include "utils/timestamp.h"
 
 #include "args.h"
-#include "idemgate.h"
+#include "idemgate_limits.h"
+#include "sqlstates.h"
 
 /* RequireArg raises 22004 when argument argno is NULL. */
 void

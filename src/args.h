@@ -10,8 +10,8 @@
 #define IDEMGATE_ARGS_H
 
 #include "postgres.h"
-#include "fmgr.h"
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "utils/jsonb.h"
 
 #include "idemgate_limits.h"

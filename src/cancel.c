@@ -29,46 +29,20 @@
 #include "utils/builtins.h"
 #include "utils/uuid.h"
 
+#include "approvals.h"
 #include "args.h"
 #include "events.h"
-#include "idemgate.h"
+#include "idemgate_limits.h"
 #include "outbox.h"
 #include "runs.h"
 #include "spi_util.h"
+#include "sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_cancel_effect);
 PG_FUNCTION_INFO_V1(idemgate_cancel_approval);
 
 #define MAX_ACTOR_BYTES IDEMGATE_MAX_NAME_BYTES
 #define MAX_REASON_BYTES IDEMGATE_MAX_REASON_BYTES
-
-static SavedStatement lock_effect_stmt = {
-	"SELECT state, idempotency_key, effect_type FROM idemgate.outbox"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {UUIDOID}
-};
-
-static SavedStatement cancel_effect_stmt = {
-	"UPDATE idemgate.outbox"
-	" SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL,"
-	"     updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
-	1, {UUIDOID}
-};
-
-static SavedStatement lock_approval_stmt = {
-	"SELECT idempotency_key, run_version,"
-	"       consumed_at IS NULL AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
-	" FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {UUIDOID}
-};
-
-static SavedStatement cancel_approval_stmt = {
-	"UPDATE idemgate.approvals"
-	" SET consumed_at = pg_catalog.now(), decision = 'cancelled', approver_subject = $2"
-	" WHERE approval_id OPERATOR(pg_catalog.=) $1",
-	2, {UUIDOID, TEXTOID}
-};
 
 /* UuidString renders a uuid for messages and event details. */
 static char *
@@ -87,11 +61,8 @@ idemgate_cancel_effect(PG_FUNCTION_ARGS)
 	pg_uuid_t  *effect_id;
 	char	   *actor;
 	char	   *reason;
-	Datum		values[1];
-	bool		isnull;
+	LockedEffect effect;
 	char	   *state;
-	text	   *key;
-	char	   *effect_type;
 	EventDetails details;
 
 	RequireArg(fcinfo, 0, "effect_id");
@@ -100,16 +71,11 @@ idemgate_cancel_effect(PG_FUNCTION_ARGS)
 	reason = text_to_cstring(TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES));
 
 	ConnectSPI();
-	values[0] = UUIDPGetDatum(effect_id);
-	if (ExecSaved(&lock_effect_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock effect");
-	if (SPI_processed == 0)
+	if (!LockEffect(effect_id, &effect))
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
 				 errmsg("effect %s does not exist", UuidString(effect_id))));
-	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
-	key = DatumGetTextPCopy(GetResultDatum(0, 2, &isnull));
-	effect_type = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
+	state = effect.state;
 	if (strcmp(state, "pending") != 0 && strcmp(state, "unknown") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
@@ -119,16 +85,14 @@ idemgate_cancel_effect(PG_FUNCTION_ARGS)
 				 errhint("It may be on the wire now: wait for its outcome, or pause its type with idemgate.pause_effect_type().") :
 				 strcmp(state, "failed") == 0 ?
 				 errhint("A failed effect is already stopped; its dead letter can stay or be purged.") : 0));
-	if (ExecSaved(&cancel_effect_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not cancel effect");
+	CancelLockedEffect(effect_id);
 
 	DetailsInit(&details);
-	DetailsText(&details, "effect_type", effect_type);
+	DetailsText(&details, "effect_type", effect.effect_type);
 	DetailsText(&details, "previous_state", state);
 	DetailsText(&details, "reason", reason);
-	RecordEvent(key, effect_id, "effect_cancelled", actor, DetailsFinish(&details));
-	CompleteRunIfDone(key);
+	RecordEvent(effect.key, effect_id, "effect_cancelled", actor, DetailsFinish(&details));
+	CompleteRunIfDone(effect.key);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text("cancelled"));
 }
@@ -144,8 +108,6 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	pg_uuid_t  *approval_id;
 	char	   *actor;
 	char	   *reason;
-	Datum		values[2];
-	bool		isnull;
 	text	   *key;
 	int64		run_version;
 	bool		open;
@@ -158,16 +120,10 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	reason = text_to_cstring(TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES));
 
 	ConnectSPI();
-	values[0] = UUIDPGetDatum(approval_id);
-	if (ExecSaved(&lock_approval_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock approval");
-	if (SPI_processed == 0)
+	if (!LockApproval(approval_id, &key, &run_version, &open))
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
 				 errmsg("approval %s does not exist", UuidString(approval_id))));
-	key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
-	run_version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
-	open = DatumGetBool(GetResultDatum(0, 3, &isnull));
 	/*
 	 * The run must still wait on this approval, at the version the request
 	 * put it in; the test and the state change (it fails like a rejection)
@@ -191,10 +147,7 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	{
 		char	   *approval_text = UuidString(approval_id);
 
-		values[1] = CStringGetTextDatum(actor);
-		if (ExecSaved(&cancel_approval_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
-			SPI_processed != 1)
-			elog(ERROR, "could not cancel approval");
+		CancelLockedApproval(approval_id, actor);
 
 		DetailsText(&details, "approval_id", approval_text);
 		DetailsText(&details, "reason", reason);

@@ -116,18 +116,19 @@
 #include "crypto.h"
 #include "dispatcher.h"
 #include "dispatcher_leases.h"
+#include "dispatcher_shmem.h"
+#include "dispatcher_wake.h"
 #include "endpoints.h"
 #include "guc.h"
 #include "http.h"
 #include "killswitch.h"
 #include "outbox.h"
-#include "response.h"
+#include "outbox_dispatch.h"
 #include "rate_limit.h"
+#include "response.h"
 #include "send_barrier.h"
 #include "spi_util.h"
-#include "dispatcher_shmem.h"
-#include "dispatcher_wake.h"
-#include "worker.h"
+#include "worker_signals.h"
 
 /* Lease = endpoint timeout + this, to cover recording the outcome. */
 #define LEASE_MARGIN_SECS	10
@@ -204,70 +205,6 @@ static bool gone_leases_settled = false;	/* see src/dispatcher_leases.c */
 
 /* ---------------------------------------------------------------- SQL */
 
-/*
- * Plans. The run's state is read by a scalar subquery (one probe of
- * runs_pkey per candidate row), never a join, and the update finds the
- * claimed rows by effect_id = ANY: so every plan the plan cache can pick,
- * generic or custom, is index scans only (outbox_due_idx, runs_pkey,
- * outbox_pkey), and a claim costs the same with a million completed rows
- * in the outbox as with none (bench/README.md shows the plan).
- *
- * The claim: due pending effects of approved runs (as claim_effects) whose
- * type has an endpoint, oldest first per type (in the order of the due
- * index, so a deep backlog is never sorted), skipping rows another
- * dispatcher or a pull worker holds. Types are visited in random order so
- * that one type's backlog cannot starve the others. The body is built here so that it is
- * exactly the documented object.
- */
-static SavedStatement claim_stmt = {
-	"WITH due AS MATERIALIZED ("
-	" SELECT d.effect_id"
-	" FROM (SELECT ep.effect_type FROM idemgate.endpoints ep"
-	"       WHERE NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"	/* pause_effect_type */
-	"                         WHERE p.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"
-	"       ORDER BY pg_catalog.random()) e"
-	" CROSS JOIN LATERAL ("
-	"   SELECT o.effect_id FROM idemgate.outbox o"
-	"   WHERE o.effect_type OPERATOR(pg_catalog.=) e.effect_type"
-	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"
-	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-	"     AND (SELECT r.state FROM idemgate.runs r"
-	"          WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key)"
-	"         OPERATOR(pg_catalog.=) 'approved'"
-	"   ORDER BY o.next_attempt_at LIMIT $1"
-	"   FOR UPDATE OF o SKIP LOCKED) d"
-	" LIMIT $1"
-	")"
-	" UPDATE idemgate.outbox o"
-	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1, lease_owner = $2,"
-	"     lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) e.timeout OPERATOR(pg_catalog.+) $3,"
-	"     updated_at = pg_catalog.now()"
-	" FROM idemgate.endpoints e"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
-	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
-	" RETURNING o.effect_id, o.attempts, e.url,"
-	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"
-	"   e.honors_idempotency_key, e.provider_id_field,"
-	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"
-	"         FROM pg_catalog.jsonb_each_text(e.headers) h"
-	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"
-	"   pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
-	"     'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
-	"     'attempt', o.attempts)::text,"
-	"   o.effect_type, e.rate_limit, e.max_in_flight",
-	3, {INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
-};
-
-/* Give a claimed, unsent effect back: pending, attempt not counted. */
-static SavedStatement release_stmt = {
-	"UPDATE idemgate.outbox"
-	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"
-	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1 AND lease_owner OPERATOR(pg_catalog.=) $2"
-	"   AND state OPERATOR(pg_catalog.=) 'sending'",
-	2, {UUIDOID, UUIDOID}
-};
-
 static SavedStatement extversion_stmt = {
 	"SELECT extversion FROM pg_catalog.pg_extension"
 	" WHERE extname OPERATOR(pg_catalog.=) 'idemgate'",
@@ -305,11 +242,7 @@ UuidText(pg_uuid_t *u)
 static void
 ReleaseItem(Claimed *it)
 {
-	Datum		values[2];
-
-	values[0] = UUIDPGetDatum(&it->effect_id);
-	values[1] = UUIDPGetDatum(&it->batch->owner);
-	ExecSaved(&release_stmt, values, NULL, false, 0);
+	GiveBackEffect(&it->effect_id, &it->batch->owner);
 	pg_atomic_fetch_add_u64(&my_shared->released, 1);
 }
 
@@ -449,10 +382,8 @@ QueueForRecording(Claimed *it)
 static void
 ClaimEffects(int limit)
 {
-	Datum		values[3];
 	ClaimBatch *b;
 	MemoryContext bcxt;
-	int			rc;
 
 	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate claim batch",
 								 ALLOCSET_SMALL_SIZES);
@@ -461,12 +392,7 @@ ClaimEffects(int limit)
 	claiming = b;
 	DispatcherLeaseOwner(&b->owner);	/* names this dispatcher and life */
 
-	values[0] = Int32GetDatum(limit);
-	values[1] = UUIDPGetDatum(&b->owner);
-	values[2] = IntervalPGetDatum(UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC));
-	rc = ExecSaved(&claim_stmt, values, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "idemgate: unexpected claim result %d", rc);
+	ClaimDueForDispatch(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC));
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{

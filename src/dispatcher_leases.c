@@ -48,32 +48,12 @@
 #include "dispatcher_leases.h"
 #include "dispatcher_shmem.h"
 #include "outbox.h"
-#include "spi_util.h"
-
-#define LEASE_MARKER 209		/* 0xD1 */
+#include "outbox_dispatch.h"
 
 
 static uint32 my_life = 0;
 static int	my_slot = -1;
 static uint8 my_incarnation = 0;
-
-/*
- * Effects leased by a dispatcher that is gone: a version 8 owner with our
- * marker, from another life ($1), or from an earlier incarnation ($3) of
- * our own slot ($2).
- */
-static SavedStatement expire_gone_stmt = {
-	"UPDATE idemgate.outbox"
-	" SET lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.-) '1 microsecond'::interval"
-	" WHERE state OPERATOR(pg_catalog.=) 'sending'"
-	"   AND lease_expires_at OPERATOR(pg_catalog.>=) pg_catalog.now()"
-	"   AND (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 6) OPERATOR(pg_catalog.&) 240) OPERATOR(pg_catalog.=) 128"
-	"   AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) OPERATOR(pg_catalog.=) " CppAsString2(LEASE_MARKER)
-	"   AND (pg_catalog.substr(pg_catalog.uuid_send(lease_owner), 1, 4) OPERATOR(pg_catalog.<>) $1"
-	"        OR (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 4) OPERATOR(pg_catalog.=) $2"
-	"            AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 5) OPERATOR(pg_catalog.<>) $3))",
-	3, {BYTEAOID, INT4OID, INT4OID}
-};
 
 /* DispatcherLeaseBegin notes this dispatcher's life, slot and incarnation. */
 void
@@ -99,7 +79,7 @@ DispatcherLeaseOwner(pg_uuid_t *owner)
 	owner->data[4] = (uint8) my_slot;
 	owner->data[5] = my_incarnation;
 	owner->data[6] = (owner->data[6] & 0x0f) | 0x80;	/* version 8 */
-	owner->data[7] = LEASE_MARKER;
+	owner->data[7] = DISPATCHER_LEASE_MARKER;
 	owner->data[8] = (owner->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
 }
 
@@ -111,7 +91,6 @@ DispatcherLeaseOwner(pg_uuid_t *owner)
 int
 SettleGoneDispatchersLeases(void)
 {
-	Datum		values[3];
 	bytea	   *life = palloc(VARHDRSZ + 4);
 	int			settled = 0;
 	int			n;
@@ -121,12 +100,7 @@ SettleGoneDispatchersLeases(void)
 	((uint8 *) VARDATA(life))[1] = (uint8) (my_life >> 16);
 	((uint8 *) VARDATA(life))[2] = (uint8) (my_life >> 8);
 	((uint8 *) VARDATA(life))[3] = (uint8) my_life;
-	values[0] = PointerGetDatum(life);
-	values[1] = Int32GetDatum(my_slot);
-	values[2] = Int32GetDatum((int) my_incarnation);
-	if (ExecSaved(&expire_gone_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not expire the leases of dispatchers that are gone");
-	if (SPI_processed == 0)
+	if (ExpireGoneDispatchersLeases(life, my_slot, my_incarnation) == 0)
 		return 0;
 	/* SettleExpiredLeases works in batches; a few are enough for any backlog. */
 	for (int i = 0; i < 1000 && (n = SettleExpiredLeases(NULL)) > 0; i++)

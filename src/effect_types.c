@@ -27,11 +27,12 @@
 #include "utils/lsyscache.h"
 
 #include "args.h"
+#include "dispatcher_wake.h"
 #include "effect_types.h"
 #include "events.h"
-#include "idemgate.h"
+#include "idemgate_limits.h"
 #include "spi_util.h"
-#include "dispatcher_wake.h"
+#include "sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_pause_effect_type);
 PG_FUNCTION_INFO_V1(idemgate_resume_effect_type);

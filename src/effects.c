@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/effects.c
- *	  Effects: the effects argument, insertion into the outbox, and
- *	  enqueue_effect, the automatic path (no human).
+ *	  Effects: the effects argument, and enqueue_effect, the automatic
+ *	  path (no human). The rows are the outbox's (src/outbox.c).
  *
  * Design note. An effect is recorded in idemgate.outbox in the same
  * transaction that decides it may happen: enqueue_effect moves the run
@@ -26,19 +26,20 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
-#include "utils/timestamp.h"
 #include "utils/jsonb.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
 #include "args.h"
-#include "doc_limits.h"
 #include "crypto.h"
+#include "doc_limits.h"
 #include "effects.h"
 #include "events.h"
-#include "idemgate.h"
+#include "idemgate_limits.h"
+#include "outbox.h"
 #include "runs.h"
 #include "spi_util.h"
-#include "dispatcher_wake.h"
+#include "sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 
@@ -46,39 +47,6 @@ PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 #define MAX_EFFECTS 1000
 #define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
 #define MAX_TARGET_BYTES IDEMGATE_MAX_TARGET_BYTES
-
-/* One effect taken from the effects argument. */
-typedef struct ParsedEffect
-{
-	char	   *type;
-	int			type_len;
-	char	   *target;
-	int			target_len;
-	Jsonb	   *payload;
-	bool		has_not_before;
-	TimestampTz not_before;		/* not due before then (delayed delivery) */
-} ParsedEffect;
-
-static ArrayType *InsertParsedEffects(text *key, const ParsedEffect *parsed, int n,
-									  bool automatic, const char *actor,
-									  EventDetails *details);
-
-static SavedStatement insert_effect_stmt = {
-	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
-	"                             next_attempt_at)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()))"
-	" ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING"
-	" RETURNING effect_id",
-	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
-};
-
-static SavedStatement existing_effect_stmt = {
-	"SELECT effect_id FROM idemgate.outbox"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
-	"   AND effect_type OPERATOR(pg_catalog.=) $2"
-	"   AND target OPERATOR(pg_catalog.=) $3",
-	3, {TEXTOID, TEXTOID, TEXTOID}
-};
 
 /* EffectName names effect i for messages: effects[i], or effects for one object. */
 static char *
@@ -283,100 +251,7 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor,
 	ParsedEffect *parsed;
 	int			n = ParseEffects(effects, "effects", &parsed);
 
-	return InsertParsedEffects(key, parsed, n, automatic, actor, details);
-}
-
-/* InsertParsedEffects is InsertEffects for effects ParseEffects split. */
-static ArrayType *
-InsertParsedEffects(text *key, const ParsedEffect *parsed, int n, bool automatic,
-					const char *actor, EventDetails *details)
-{
-	Datum	   *ids = palloc(sizeof(Datum) * n);
-	int			inserted = 0;
-	StringInfoData idlist;
-	EventDetails own_details;
-
-	initStringInfo(&idlist);
-	appendStringInfoChar(&idlist, '[');
-	for (int i = 0; i < n; i++)
-	{
-		Datum		values[6];
-		char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-		bool		isnull;
-		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
-
-		values[0] = UUIDPGetDatum(RandomUuid());
-		values[1] = PointerGetDatum(key);
-		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
-		values[3] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
-		values[4] = JsonbPGetDatum(parsed[i].payload);
-		values[5] = TimestampTzGetDatum(parsed[i].not_before);
-		nulls[5] = parsed[i].has_not_before ? ' ' : 'n';
-		if (ExecSaved(&insert_effect_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
-			elog(ERROR, "could not insert effect");
-		if (SPI_processed == 1)
-			inserted++;
-		else
-		{
-			/* Already enqueued for this key: hand back the existing effect. */
-			if (ExecSaved(&existing_effect_stmt, values + 1, NULL, false, 1) != SPI_OK_SELECT ||
-				SPI_processed != 1)
-				elog(ERROR, "effect conflicted but could not be found");
-		}
-		memcpy(id, DatumGetUUIDP(GetResultDatum(0, 1, &isnull)), sizeof(pg_uuid_t));
-		ids[i] = UUIDPGetDatum(id);
-
-		if (i > 0)
-			appendStringInfoString(&idlist, ", ");
-		escape_json(&idlist, DatumGetCString(DirectFunctionCall1(uuid_out, ids[i])));
-	}
-	appendStringInfoChar(&idlist, ']');
-
-	if (details == NULL)
-	{
-		DetailsInit(&own_details);
-		details = &own_details;
-	}
-	DetailsJsonb(details, "effect_ids",
-				 DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(idlist.data))));
-	DetailsBool(details, "automatic", automatic);
-	DetailsInt(details, "count", n);
-	DetailsInt(details, "inserted", inserted);
-	RecordEvent(key, NULL, "effects_enqueued", actor, DetailsFinish(details));
-
-	if (inserted > 0)
-		WakeDispatcherAtCommit();
-	return construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR);
-}
-
-/*
- * ExistingEffectIds returns the ids (input order) of the effects of run key
- * when every (type, target) given is already in the outbox, else NULL.
- * Changes nothing: this is how a retried enqueue on an approved run is
- * answered. parsed/n: the effects, as ParseEffects split them.
- */
-static ArrayType *
-ExistingEffectIds(text *key, const ParsedEffect *parsed, int n)
-{
-	Datum	   *ids = palloc(sizeof(Datum) * n);
-
-	for (int i = 0; i < n; i++)
-	{
-		Datum		values[3];
-		bool		isnull;
-		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
-
-		values[0] = PointerGetDatum(key);
-		values[1] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
-		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
-		if (ExecSaved(&existing_effect_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not look up effect");
-		if (SPI_processed != 1)
-			return NULL;
-		memcpy(id, DatumGetUUIDP(GetResultDatum(0, 1, &isnull)), sizeof(pg_uuid_t));
-		ids[i] = UUIDPGetDatum(id);
-	}
-	return construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR);
+	return InsertOutboxEffects(key, parsed, n, automatic, actor, details);
 }
 
 /*
@@ -418,44 +293,37 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	/* One event: the enqueue and the state change it makes. */
 	DetailsInit(&details);
-	new_version = TryMoveRun(key, owner, version, "processing", "approved", NULL, &details);
-	if (new_version < 0)
+	new_version = MoveOwnedProcessingRun(key, owner, version, "approved", &details, &run);
+	if (new_version < 0 && run.found && run.owned)
 	{
-		/* Not the usual case: a replay, a refusal or a row of NULLs. */
-		LockOwnedRun(key, owner, version, &run);
-		if (run.found && run.owned && strcmp(run.state, "approved") == 0)
-		{
-			ArrayType  *existing = ExistingEffectIds(key, parsed, n);
+		/* A replay may repeat only effects already enqueued. */
+		ArrayType  *existing = strcmp(run.state, "approved") == 0 ?
+			ExistingEffectIds(key, parsed, n) : NULL;
 
-			if (existing == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-						 errmsg("run \"%s\" is already approved; effects not enqueued before cannot be added",
-								text_to_cstring(key)),
-						 errdetail("enqueue_effect adds effects only while the run is processing; a replay may repeat only effects already enqueued."),
-						 errhint("Send new effects under a new key, or use idemgate.supersede() once this run is finished.")));
-			row[0] = PointerGetDatum(existing);
-			row[1] = Int64GetDatum(run.version);
-			rownulls[0] = rownulls[1] = false;
-		}
-		else if (run.found && run.owned)
-		{
-			if (strcmp(run.state, "processing") != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-						 errmsg("illegal transition of run \"%s\" from %s to approved",
-								text_to_cstring(key), run.state),
-						 errdetail("enqueue_effect approves only a run that is processing."),
-						 strcmp(run.state, "awaiting_human") == 0 ?
-						 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
-						 errhint("The effects of this run were already decided; stop here.")));
-			new_version = MoveRunState(key, "processing", "approved", NULL, false, &details);
-		}
+		if (strcmp(run.state, "approved") == 0 && existing == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+					 errmsg("run \"%s\" is already approved; effects not enqueued before cannot be added",
+							text_to_cstring(key)),
+					 errdetail("enqueue_effect adds effects only while the run is processing; a replay may repeat only effects already enqueued."),
+					 errhint("Send new effects under a new key, or use idemgate.supersede() once this run is finished.")));
+		if (existing == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+					 errmsg("illegal transition of run \"%s\" from %s to approved",
+							text_to_cstring(key), run.state),
+					 errdetail("enqueue_effect approves only a run that is processing."),
+					 strcmp(run.state, "awaiting_human") == 0 ?
+					 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
+					 errhint("The effects of this run were already decided; stop here.")));
+		row[0] = PointerGetDatum(existing);
+		row[1] = Int64GetDatum(run.version);
+		rownulls[0] = rownulls[1] = false;
 	}
 	if (new_version >= 0)
 	{
 		row[1] = Int64GetDatum(new_version);
-		row[0] = PointerGetDatum(InsertParsedEffects(key, parsed, n, true, NULL, &details));
+		row[0] = PointerGetDatum(InsertOutboxEffects(key, parsed, n, true, NULL, &details));
 		rownulls[0] = rownulls[1] = false;
 	}
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);

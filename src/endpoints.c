@@ -31,12 +31,12 @@
 
 #include "args.h"
 #include "destinations.h"
+#include "dispatcher_wake.h"
 #include "endpoints.h"
-#include "rate_limit.h"
 #include "events.h"
 #include "guc.h"
+#include "rate_limit.h"
 #include "spi_util.h"
-#include "dispatcher_wake.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
 

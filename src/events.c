@@ -3,19 +3,27 @@
  * src/events.c
  *	  Writes the audit trail. Callers are already inside SPI and inside the
  *	  transaction that changes the state, so the event commits or rolls
- *	  back with the change it describes. Dead letters: src/deadletters.c.
+ *	  back with the change it describes. Dead letters: src/dead_letters.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
 #include "events.h"
 #include "spi_util.h"
+
+static SavedStatement duplicate_event_stmt = {
+	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
+	" VALUES ($1, 'duplicate', $2, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
+	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint)))",
+	5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID}
+};
 
 static SavedStatement insert_event = {
 	"INSERT INTO idemgate.events (idempotency_key, effect_id, kind, actor, details) "
@@ -107,4 +115,32 @@ RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 
 	if (ExecSaved(&insert_event, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record event \"%s\"", kind);
+}
+
+/*
+ * RecordDuplicateEvent records a claim answered duplicate: the run's
+ * workflow (NULL when workflow_null), state and version, and the actor
+ * (may be NULL). The claim's direct path writes the same row without SQL
+ * (src/claim_direct.c). Must be called inside SPI.
+ */
+void
+RecordDuplicateEvent(text *key, const char *actor, Datum workflow, bool workflow_null,
+					 Datum state, int64 version)
+{
+	Datum		dup[5];
+	char		dupnulls[5] = {' ', 'n', ' ', ' ', ' '};
+
+	dup[0] = PointerGetDatum(key);
+	dup[1] = (Datum) 0;
+	if (actor)
+	{
+		dup[1] = CStringGetTextDatum(actor);
+		dupnulls[1] = ' ';
+	}
+	dup[2] = workflow;
+	dupnulls[2] = workflow_null ? 'n' : ' ';
+	dup[3] = state;
+	dup[4] = Int64GetDatum(version);
+	if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record duplicate claim");
 }

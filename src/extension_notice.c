@@ -19,8 +19,8 @@
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
 
-#include "guc.h"
 #include "extension_notice.h"
+#include "guc.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 

@@ -12,8 +12,8 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "guc.h"
 #include "doc_limits.h"
+#include "guc.h"
 #include "idemgate_limits.h"
 
 char	   *IdemgateDatabase = NULL;

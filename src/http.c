@@ -58,10 +58,10 @@
 
 #include "destinations.h"
 #include "endpoints.h"
-#include "http.h"
-#include "send_barrier.h"
 #include "guc.h"
+#include "http.h"
 #include "idemgate_limits.h"
+#include "send_barrier.h"
 
 /* Idle handles kept: one per request slot. */
 #define HTTP_POOL_MAX IDEMGATE_MAX_IN_FLIGHT

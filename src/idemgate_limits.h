@@ -36,6 +36,9 @@
 /* Longest Retry-After a provider may ask for. */
 #define IDEMGATE_MAX_RETRY_AFTER_SECS	(365 * SECS_PER_DAY)
 
+/* Longest lease claim_effects hands out. */
+#define IDEMGATE_MAX_EFFECT_LEASE_SECS	SECS_PER_HOUR
+
 /* Upper bound of idemgate.max_backoff and idemgate.max_lease_life. */
 #define IDEMGATE_MAX_WAIT_SETTING_SECS	(7 * SECS_PER_DAY)
 /* Default of idemgate.retention. */

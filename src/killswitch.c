@@ -25,11 +25,11 @@
 #include "utils/builtins.h"
 
 #include "args.h"
+#include "dispatcher_wake.h"
 #include "events.h"
 #include "guc.h"
 #include "killswitch.h"
 #include "spi_util.h"
-#include "dispatcher_wake.h"
 
 PG_FUNCTION_INFO_V1(idemgate_set_actions_enabled);
 PG_FUNCTION_INFO_V1(idemgate_actions_enabled);

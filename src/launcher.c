@@ -31,9 +31,9 @@
 #include "utils/timestamp.h"
 
 #include "dispatcher.h"
-#include "guc.h"
 #include "dispatcher_shmem.h"
-#include "worker.h"
+#include "guc.h"
+#include "worker_signals.h"
 
 /* Least time between two starts of one dispatcher slot. */
 #define RESTART_THROTTLE_MS 1000

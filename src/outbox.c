@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * src/outbox.c
- *	  The pull API for effects (claim_effects, complete_effect,
- *	  fail_effect) and the shared C entry points CompleteEffect,
- *	  FailEffect and SettleExpiredLeases that the dispatcher uses too.
+ *	  The outbox table: every statement by which an effect enters it or
+ *	  changes state, for the API (enqueue, claim_effects, complete, fail,
+ *	  cancel, reinject, resolve); the dispatcher's own claim is
+ *	  src/outbox_dispatch.c.
  *
  * Design note. An effect moves through these states:
  *
@@ -13,8 +14,14 @@
  *	   +--fail: retryable-+    (retryable instead when the endpoint
  *	      (with backoff)        honours the Idempotency-Key)
  *
- * plus operator actions (src/deadletters.c): failed --reinject--> pending,
+ * plus operator actions (src/reinject.c, src/cancel.c): failed --reinject-->
+ * pending, pending|unknown --cancel--> cancelled,
  * unknown --resolve_effect--> completed | pending.
+ *
+ * Inserting. An effect is recorded in the same transaction that decides
+ * it may happen, under the run's row lock (src/effects.c,
+ * src/approvals.c); UNIQUE (idempotency_key, effect_type, target) with ON
+ * CONFLICT DO NOTHING makes a re-enqueue return the existing effect.
  *
  * Locks. A claim locks due pending rows with FOR UPDATE SKIP LOCKED and
  * marks them sending in the same statement, so concurrent claimers never get
@@ -50,25 +57,19 @@
 #include "args.h"
 #include "backoff.h"
 #include "crypto.h"
-#include "deadletters.h"
+#include "dead_letters.h"
+#include "dispatcher_wake.h"
 #include "effect_types.h"
 #include "events.h"
 #include "guc.h"
-#include "idemgate.h"
-#include "killswitch.h"
+#include "idemgate_limits.h"
 #include "outbox.h"
-#include "pull_grants.h"
 #include "runs.h"
 #include "spi_util.h"
-
-PG_FUNCTION_INFO_V1(idemgate_claim_effects);
-PG_FUNCTION_INFO_V1(idemgate_complete_effect);
-PG_FUNCTION_INFO_V1(idemgate_fail_effect);
+#include "sqlstates.h"
 
 /* Attempts allowed when the effect's type has no registered endpoint. */
 #define DEFAULT_MAX_ATTEMPTS 3
-/* Longest lease claim_effects hands out. */
-#define MAX_EFFECT_LEASE_USECS ((int64) SECS_PER_HOUR * USECS_PER_SEC)
 /* Expired leases settled per call (the rest on the next call). */
 #define SETTLE_BATCH 1000
 
@@ -97,8 +98,6 @@ static const ErrorClass error_classes[] = {
 	{"lease_expired", FAIL_MAYBE_SENT, true},
 	{NULL, FAIL_REJECT, false}
 };
-
-#define ERROR_CLASS_HINT "The error classes are transport, rate_limited, unavailable, timeout_after_send, server_error and rejected."
 
 static SavedStatement claim_stmt = {
 	"WITH due AS ("
@@ -183,54 +182,6 @@ static SavedStatement fail_update_stmt = {
 	5, {UUIDOID, TEXTOID, INTERVALOID, INT4OID, TEXTOID}
 };
 
-static SavedStatement dead_letter_target_stmt = {
-	"UPDATE idemgate.dead_letters SET target = $2 WHERE id OPERATOR(pg_catalog.=) $1",
-	2, {INT8OID, TEXTOID}
-};
-
-/*
- * Completing runs, in two statements for a batch of keys. First lock the
- * approved runs, in key order (two batches never deadlock): a sibling
- * effect completing at the same time in another transaction serialises
- * here. Then, in a fresh snapshot taken after the locks (so the sibling's
- * commit is seen), complete those with no open effect, storing
- * {"effects": [...]} when the run has no result of its own (NULL, or the
- * failure record fail() left before the run was recovered: SPEC §13). The
- * run row records this change itself (a run with effects only ever
- * completes here, and a completed run never changes again):
- * idemgate.key_history shows it as a state_changed entry, so no event row
- * is written (issue 12).
- */
-static SavedStatement lock_runs_stmt = {
-	"SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
-	" ORDER BY r.idempotency_key FOR UPDATE OF r",
-	1, {TEXTARRAYOID}, GENERIC_PLAN
-};
-
-static SavedStatement complete_runs_stmt = {
-	"UPDATE idemgate.runs r"
-	" SET state = 'completed', version = r.version OPERATOR(pg_catalog.+) 1,"
-	"     updated_at = pg_catalog.now(),"
-	"     result = CASE WHEN r.result IS NULL"
-	"                     OR (r.result OPERATOR(pg_catalog.?) 'error_class'"
-	"                         AND r.result OPERATOR(pg_catalog.?) 'failures')"
-	"              THEN (SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
-	"                      pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'effect_type', o.effect_type,"
-	"                        'target', o.target, 'state', o.state, 'provider_id', o.provider_id)"
-	"                      ORDER BY o.created_at, o.effect_type, o.target), '[]'::pg_catalog.jsonb))"
-	"                    FROM idemgate.outbox o"
-	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key)"
-	"              ELSE r.result END"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
-	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
-	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
-	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
-	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
-	1, {TEXTARRAYOID}, GENERIC_PLAN
-};
-
 static SavedStatement expired_stmt = {
 	"SELECT effect_id, lease_owner FROM idemgate.outbox"
 	" WHERE state OPERATOR(pg_catalog.=) 'sending'"
@@ -241,7 +192,67 @@ static SavedStatement expired_stmt = {
 	1, {TEXTOID}
 };
 
+static SavedStatement insert_effect_stmt = {
+	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
+	"                             next_attempt_at)"
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()))"
+	" ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING"
+	" RETURNING effect_id",
+	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
+};
+
+static SavedStatement existing_effect_stmt = {
+	"SELECT effect_id FROM idemgate.outbox"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
+	"   AND effect_type OPERATOR(pg_catalog.=) $2"
+	"   AND target OPERATOR(pg_catalog.=) $3",
+	3, {TEXTOID, TEXTOID, TEXTOID}
+};
+
+/* An operator's look at one effect: its row locked, with its run's state. */
+static SavedStatement lock_effect_stmt = {
+	"SELECT o.state, o.idempotency_key, o.effect_type, r.state"
+	" FROM idemgate.outbox o"
+	" LEFT JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF o",
+	1, {UUIDOID}
+};
+
+static SavedStatement cancel_effect_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL,"
+	"     updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	1, {UUIDOID}
+};
+
+static SavedStatement requeue_effect_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = 'pending', attempts = 0, next_attempt_at = pg_catalog.now(),"
+	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	1, {UUIDOID}
+};
+
+static SavedStatement resolve_completed_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = 'completed', provider_id = COALESCE($2, provider_id),"
+	"     lease_expires_at = NULL, updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	2, {UUIDOID, TEXTOID}
+};
+
 /* FindErrorClass returns the entry for name, or NULL. */
+static const ErrorClass *
+FindErrorClass(const char *name, bool allow_internal);
+
+/* IsErrorClass tells whether name is an error class callers may use. */
+bool
+IsErrorClass(const char *name)
+{
+	return FindErrorClass(name, false) != NULL;
+}
+
 static const ErrorClass *
 FindErrorClass(const char *name, bool allow_internal)
 {
@@ -250,65 +261,6 @@ FindErrorClass(const char *name, bool allow_internal)
 			(allow_internal || !error_classes[i].internal))
 			return &error_classes[i];
 	return NULL;
-}
-
-/*
- * CompleteLockedRuns completes the runs of keys (a text[] datum), locked by
- * this transaction and approved when locked, that have no effect in another
- * state than completed or cancelled. Must be called inside SPI.
- */
-static void
-CompleteLockedRuns(Datum keys)
-{
-	if (ExecSaved(&complete_runs_stmt, &keys, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not complete runs");
-}
-
-/*
- * CompleteRunsIfDone completes the runs of keys (a text[] datum, repeats
- * allowed) that are approved and have no effect in another state than
- * completed or cancelled; see lock_runs_stmt. Must be called inside SPI,
- * after the effect rows were changed.
- */
-static void
-CompleteRunsIfDone(Datum keys)
-{
-	Datum		values[2];
-	Datum	   *locked;
-	int			n;
-
-	values[0] = keys;
-	if (ExecSaved(&lock_runs_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock runs");
-	n = (int) SPI_processed;
-	if (n == 0)
-		return;
-	locked = palloc(sizeof(Datum) * n);
-	for (int i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		locked[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
-	}
-	CompleteLockedRuns(PointerGetDatum(construct_array(locked, n, TEXTOID, -1, false,
-													   TYPALIGN_INT)));
-}
-
-/*
- * CompleteRunIfDone completes the run of key (approved → completed) when
- * none of its effects is in another state than completed or cancelled. A
- * run without a result of its own (NULL, or an earlier attempt's failure
- * record) gets {"effects": [{effect_id, effect_type, target, state,
- * provider_id}, ...]}, so a later duplicate has an answer. Locks the run
- * row, so it must be called after the effect row was changed. Must be
- * called inside SPI.
- */
-void
-CompleteRunIfDone(text *key)
-{
-	Datum		k = PointerGetDatum(key);
-
-	CompleteRunsIfDone(PointerGetDatum(construct_array(&k, 1, TEXTOID, -1, false, TYPALIGN_INT)));
 }
 
 /* CompleteEffects records n successful deliveries; see outbox.h. */
@@ -466,12 +418,8 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 	{
 		int64		id = RecordDeadLetter("effect", key, effect_id, effect_type, payload,
 										  ec->name, clipped, attempts);
-		Datum		dl[2];
 
-		dl[0] = Int64GetDatum(id);
-		dl[1] = CStringGetTextDatum(target);
-		if (ExecSaved(&dead_letter_target_stmt, dl, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not record dead letter target");
+		SetDeadLetterTarget(id, target);
 	}
 	return new_state;
 }
@@ -538,160 +486,166 @@ SettleExpiredLeases(const char *effect_type)
 	return settled;
 }
 
-/* EffectTypeArg returns the required effect_type argument, checked. */
-static char *
-EffectTypeArg(FunctionCallInfo fcinfo, int argno)
-{
-	return text_to_cstring(TextArg(fcinfo, argno, "effect_type", IDEMGATE_MAX_NAME_BYTES));
-}
-
-/* StatusArg returns an optional HTTP status argument (0 when NULL). */
-static int
-StatusArg(FunctionCallInfo fcinfo, int argno)
-{
-	int			status;
-
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
-		return 0;
-	status = PG_GETARG_INT32(argno);
-	if (status < 100 || status > 599)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"status\" must be an HTTP status between 100 and 599, not %d",
-						status),
-				 errhint("Pass NULL when there was no HTTP response.")));
-	return status;
-}
-
 /*
- * idemgate_claim_effects implements claim_effects(effect_type, batch,
- * lease): settles expired leases of the type, then, unless the kill switch
- * is off or the type is paused, marks up to batch due pending effects of approved runs sending
- * under one fresh lease owner and returns them.
+ * ClaimEffectsOfType marks up to batch due pending effects of effect_type
+ * (of approved runs) sending under owner for lease; see outbox.h.
  */
-Datum
-idemgate_claim_effects(PG_FUNCTION_ARGS)
+void
+ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner, Interval *lease)
 {
-	char	   *effect_type = EffectTypeArg(fcinfo, 0);
-	int32		batch;
-	Interval   *lease;
-	ReturnSetInfo *rsinfo;
 	Datum		values[4];
-
-	RequireArg(fcinfo, 1, "batch");
-	batch = PG_GETARG_INT32(1);
-	if (batch < 1 || batch > 1000)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"batch\" must be between 1 and 1000, not %d", batch)));
-	lease = IntervalArg(fcinfo, 2, "lease", 0, MAX_EFFECT_LEASE_USECS,
-						"Send within the lease, or claim fewer effects per call.");
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ConnectSPI();
-	CheckPullAllowed(effect_type);
-	SettleExpiredLeases(effect_type);
-	if (!ActionsEnabled() || EffectTypePaused(effect_type))
-	{
-		SPI_finish();
-		return (Datum) 0;
-	}
 
 	values[0] = CStringGetTextDatum(effect_type);
 	values[1] = Int32GetDatum(batch);
-	values[2] = UUIDPGetDatum(RandomUuid());
+	values[2] = UUIDPGetDatum(owner);
 	values[3] = IntervalPGetDatum(lease);
 	if (ExecSaved(&claim_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim effects");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		row[7];
-		bool		rownulls[7];
-
-		for (int c = 0; c < 7; c++)
-			row[c] = GetResultDatum(i, c + 1, &rownulls[c]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
-	}
-	SPI_finish();
-	return (Datum) 0;
 }
 
-/*
- * idemgate_complete_effect implements complete_effect(effect_id, owner,
- * provider_id, status): true when the effect was completed, false when the
- * lease was lost.
- */
-Datum
-idemgate_complete_effect(PG_FUNCTION_ARGS)
+/* InsertOutboxEffects inserts the effects of run key; see outbox.h. */
+ArrayType *
+InsertOutboxEffects(text *key, const ParsedEffect *parsed, int n, bool automatic,
+					const char *actor, EventDetails *details)
 {
-	pg_uuid_t  *effect_id;
-	pg_uuid_t  *owner;
-	char	   *provider_id = NULL;
-	int			status;
-	bool		done;
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	int			inserted = 0;
+	StringInfoData idlist;
+	EventDetails own_details;
 
-	RequireArg(fcinfo, 0, "effect_id");
-	effect_id = PG_GETARG_UUID_P(0);
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	if (!PG_ARGISNULL(2))
-		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
-	status = StatusArg(fcinfo, 3);
+	initStringInfo(&idlist);
+	appendStringInfoChar(&idlist, '[');
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[6];
+		char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+		bool		isnull;
+		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
 
-	ConnectSPI();
-	CheckPullAllowedForEffect(effect_id);
-	done = CompleteEffect(effect_id, owner, provider_id, status);
-	SPI_finish();
-	PG_RETURN_BOOL(done);
+		values[0] = UUIDPGetDatum(RandomUuid());
+		values[1] = PointerGetDatum(key);
+		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
+		values[3] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
+		values[4] = JsonbPGetDatum(parsed[i].payload);
+		values[5] = TimestampTzGetDatum(parsed[i].not_before);
+		nulls[5] = parsed[i].has_not_before ? ' ' : 'n';
+		if (ExecSaved(&insert_effect_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "could not insert effect");
+		if (SPI_processed == 1)
+			inserted++;
+		else
+		{
+			/* Already enqueued for this key: hand back the existing effect. */
+			if (ExecSaved(&existing_effect_stmt, values + 1, NULL, false, 1) != SPI_OK_SELECT ||
+				SPI_processed != 1)
+				elog(ERROR, "effect conflicted but could not be found");
+		}
+		memcpy(id, DatumGetUUIDP(GetResultDatum(0, 1, &isnull)), sizeof(pg_uuid_t));
+		ids[i] = UUIDPGetDatum(id);
+
+		if (i > 0)
+			appendStringInfoString(&idlist, ", ");
+		escape_json(&idlist, DatumGetCString(DirectFunctionCall1(uuid_out, ids[i])));
+	}
+	appendStringInfoChar(&idlist, ']');
+
+	if (details == NULL)
+	{
+		DetailsInit(&own_details);
+		details = &own_details;
+	}
+	DetailsJsonb(details, "effect_ids",
+				 DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(idlist.data))));
+	DetailsBool(details, "automatic", automatic);
+	DetailsInt(details, "count", n);
+	DetailsInt(details, "inserted", inserted);
+	RecordEvent(key, NULL, "effects_enqueued", actor, DetailsFinish(details));
+
+	if (inserted > 0)
+		WakeDispatcherAtCommit();
+	return construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR);
 }
 
-/*
- * idemgate_fail_effect implements fail_effect(effect_id, owner,
- * error_class, error, retry_after, status): the effect's new state, or
- * NULL when the lease was lost.
- */
-Datum
-idemgate_fail_effect(PG_FUNCTION_ARGS)
+/* ExistingEffectIds answers a retried enqueue; see outbox.h. */
+ArrayType *
+ExistingEffectIds(text *key, const ParsedEffect *parsed, int n)
 {
-	pg_uuid_t  *effect_id;
-	pg_uuid_t  *owner;
-	char	   *error_class;
-	char	   *error = NULL;
-	int64		retry_after = -1;
-	int			status;
-	const char *new_state;
+	Datum	   *ids = palloc(sizeof(Datum) * n);
 
-	RequireArg(fcinfo, 0, "effect_id");
-	effect_id = PG_GETARG_UUID_P(0);
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "error_class");
-	error_class = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	if (FindErrorClass(error_class, false) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"error_class\" must be a known error class, not \"%s\"",
-						TruncateForMessage(error_class)),
-				 errhint(ERROR_CLASS_HINT)));
-	if (!PG_ARGISNULL(3))
-		error = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	if (!PG_ARGISNULL(4))
+	for (int i = 0; i < n; i++)
 	{
-		retry_after = IntervalToUsecs(PG_GETARG_INTERVAL_P(4));
-		if (retry_after < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"retry_after\" must not be negative"),
-					 errhint("Pass the Retry-After header as an interval, or NULL when there was none.")));
-	}
-	status = StatusArg(fcinfo, 5);
+		Datum		values[3];
+		bool		isnull;
+		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
 
-	ConnectSPI();
-	CheckPullAllowedForEffect(effect_id);
-	new_state = FailEffect(effect_id, owner, error_class, error, retry_after, status);
-	SPI_finish();
-	if (new_state == NULL)
-		PG_RETURN_NULL();
-	PG_RETURN_TEXT_P(cstring_to_text(new_state));
+		values[0] = PointerGetDatum(key);
+		values[1] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
+		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
+		if (ExecSaved(&existing_effect_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up effect");
+		if (SPI_processed != 1)
+			return NULL;
+		memcpy(id, DatumGetUUIDP(GetResultDatum(0, 1, &isnull)), sizeof(pg_uuid_t));
+		ids[i] = UUIDPGetDatum(id);
+	}
+	return construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR);
+}
+
+/* LockEffect locks one effect's row for an operator; see outbox.h. */
+bool
+LockEffect(pg_uuid_t *effect_id, LockedEffect *effect)
+{
+	Datum		value = UUIDPGetDatum(effect_id);
+	bool		isnull;
+	Datum		d;
+
+	if (ExecSaved(&lock_effect_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock effect");
+	if (SPI_processed == 0)
+		return false;
+	effect->state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+	effect->key = DatumGetTextPCopy(GetResultDatum(0, 2, &isnull));
+	effect->effect_type = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
+	d = GetResultDatum(0, 4, &isnull);
+	effect->run_state = isnull ? NULL : TextDatumGetCString(d);
+	return true;
+}
+
+/* ExecEffectUpdate runs one of the single-effect updates below. */
+static void
+ExecEffectUpdate(SavedStatement *stmt, Datum *values, const char *nulls, const char *what)
+{
+	if (ExecSaved(stmt, values, nulls, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not %s effect", what);
+}
+
+/* CancelLockedEffect marks a locked effect cancelled; see outbox.h. */
+void
+CancelLockedEffect(pg_uuid_t *effect_id)
+{
+	Datum		value = UUIDPGetDatum(effect_id);
+
+	ExecEffectUpdate(&cancel_effect_stmt, &value, NULL, "cancel");
+}
+
+/* RequeueLockedEffect makes a locked effect pending again; see outbox.h. */
+void
+RequeueLockedEffect(pg_uuid_t *effect_id)
+{
+	Datum		value = UUIDPGetDatum(effect_id);
+
+	ExecEffectUpdate(&requeue_effect_stmt, &value, NULL, "requeue");
+	WakeDispatcherAtCommit();
+}
+
+/* ResolveLockedEffectDelivered marks a locked effect completed; see outbox.h. */
+void
+ResolveLockedEffectDelivered(pg_uuid_t *effect_id, const char *provider_id)
+{
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+
+	values[0] = UUIDPGetDatum(effect_id);
+	SetTextParam(values, nulls, 1, provider_id);
+	ExecEffectUpdate(&resolve_completed_stmt, values, nulls, "complete");
 }

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * src/outbox.h
- *	  Recording the outcome of an effect delivery. Shared by the pull API
- *	  (complete_effect, fail_effect) and the dispatcher, so both record
- *	  outcomes exactly the same way.
+ *	  The outbox table: every write to it goes through these functions
+ *	  (and src/outbox_dispatch.h for the dispatcher's claim). The pull API
+ *	  and the dispatcher record outcomes through the same calls, so both
+ *	  record them exactly the same way.
  *
  *-------------------------------------------------------------------------
  */
@@ -11,7 +12,67 @@
 #define IDEMGATE_OUTBOX_H
 
 #include "postgres.h"
+#include "datatype/timestamp.h"
+#include "utils/array.h"
+#include "utils/jsonb.h"
 #include "utils/uuid.h"
+
+#include "events.h"
+
+/* One effect as the effects argument gives it (src/effects.c parses it). */
+typedef struct ParsedEffect
+{
+	char	   *type;
+	int			type_len;
+	char	   *target;
+	int			target_len;
+	Jsonb	   *payload;
+	bool		has_not_before;
+	TimestampTz not_before;		/* not due before then (delayed delivery) */
+} ParsedEffect;
+
+/* One effect as an operator command sees it (LockEffect). */
+typedef struct LockedEffect
+{
+	char	   *state;
+	text	   *key;
+	char	   *effect_type;
+	char	   *run_state;		/* NULL if its run is gone */
+} LockedEffect;
+
+/*
+ * InsertOutboxEffects inserts n effects for run key; an effect whose (key,
+ * type, target) is already there is not inserted again. Returns every
+ * effect id (existing ones too) in input order as a uuid[], writes an
+ * effects_enqueued event (with details, when given, in it: the state
+ * change of the enqueue) and asks for the dispatcher to be woken at
+ * commit. The caller holds the run's row lock. Must be called inside SPI.
+ */
+extern ArrayType *InsertOutboxEffects(text *key, const ParsedEffect *parsed, int n,
+									  bool automatic, const char *actor,
+									  EventDetails *details);
+
+/*
+ * ExistingEffectIds returns the ids (input order) of the effects of run key
+ * when every (type, target) given is already in the outbox, else NULL.
+ * Changes nothing: this is how a retried enqueue on an approved run is
+ * answered. Must be called inside SPI.
+ */
+extern ArrayType *ExistingEffectIds(text *key, const ParsedEffect *parsed, int n);
+
+/*
+ * ClaimEffectsOfType marks up to batch due pending effects of effect_type
+ * (of approved runs, oldest first, skipping locked rows) sending under
+ * owner for lease. The claimed rows are left in SPI_tuptable: effect_id,
+ * idempotency_key, effect_type, target, payload, attempts, lease_owner.
+ */
+extern void ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner,
+							   Interval *lease);
+
+/* IsErrorClass tells whether name is an error class callers may use. */
+extern bool IsErrorClass(const char *name);
+
+#define ERROR_CLASS_HINT "The error classes are transport, rate_limited, unavailable, timeout_after_send, server_error and rejected."
 
 /*
  * CompleteEffect marks a sending effect completed if owner still holds its
@@ -53,10 +114,16 @@ extern const char *FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 extern int	SettleExpiredLeases(const char *effect_type);
 
 /*
- * CompleteRunIfDone moves the run of key approved → completed when every
- * effect of it is completed. Must be called inside SPI, after the effect
- * row was changed.
+ * Operator commands (cancel_effect, reinject, resolve_effect): LockEffect
+ * locks effect_id's row (FOR UPDATE) and describes it; false when it does
+ * not exist. The others change an effect the caller locked and checked:
+ * to cancelled; back to pending, attempts 0, due now (and wake the
+ * dispatchers at commit); to completed with provider_id (NULL keeps it).
+ * All must be called inside SPI.
  */
-extern void CompleteRunIfDone(text *key);
+extern bool LockEffect(pg_uuid_t *effect_id, LockedEffect *effect);
+extern void CancelLockedEffect(pg_uuid_t *effect_id);
+extern void RequeueLockedEffect(pg_uuid_t *effect_id);
+extern void ResolveLockedEffectDelivered(pg_uuid_t *effect_id, const char *provider_id);
 
 #endif

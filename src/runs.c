@@ -38,14 +38,15 @@
 
 #include "args.h"
 #include "claim_direct.h"
-#include "doc_limits.h"
 #include "crypto.h"
-#include "deadletters.h"
+#include "dead_letters.h"
+#include "doc_limits.h"
 #include "events.h"
 #include "guc.h"
-#include "idemgate.h"
+#include "idemgate_limits.h"
 #include "runs.h"
 #include "spi_util.h"
+#include "sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_claim);
 PG_FUNCTION_INFO_V1(idemgate_claim_request);
@@ -93,13 +94,6 @@ static SavedStatement existing_run_stmt = {
 	1, {TEXTOID}
 };
 
-static SavedStatement duplicate_event_stmt = {
-	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
-	" VALUES ($1, 'duplicate', $2, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint)))",
-	5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID}
-};
-
 static SavedStatement lock_run_stmt = {
 	"SELECT state, version, failures, payload, workflow,"
 	"       (lease_owner = $2 AND version = $3 AND lease_expires_at > pg_catalog.now()) AS owned"
@@ -140,6 +134,68 @@ static SavedStatement renew_stmt = {
 
 static SavedStatement lock_original_stmt = {
 	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1 FOR KEY SHARE",
+	1, {TEXTOID}
+};
+
+/*
+ * Completing runs, in two statements for a batch of keys. First lock the
+ * approved runs, in key order (two batches never deadlock): a sibling
+ * effect completing at the same time in another transaction serialises
+ * here. Then, in a fresh snapshot taken after the locks (so the sibling's
+ * commit is seen), complete those with no open effect, storing
+ * {"effects": [...]} when the run has no result of its own (NULL, or the
+ * failure record fail() left before the run was recovered: SPEC §13). The
+ * run row records this change itself (a run with effects only ever
+ * completes here, and a completed run never changes again):
+ * idemgate.key_history shows it as a state_changed entry, so no event row
+ * is written (issue 12).
+ */
+static SavedStatement lock_runs_stmt = {
+	"SELECT r.idempotency_key FROM idemgate.runs r"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	" ORDER BY r.idempotency_key FOR UPDATE OF r",
+	1, {TEXTARRAYOID}, GENERIC_PLAN
+};
+
+static SavedStatement complete_runs_stmt = {
+	"UPDATE idemgate.runs r"
+	" SET state = 'completed', version = r.version OPERATOR(pg_catalog.+) 1,"
+	"     updated_at = pg_catalog.now(),"
+	"     result = CASE WHEN r.result IS NULL"
+	"                     OR (r.result OPERATOR(pg_catalog.?) 'error_class'"
+	"                         AND r.result OPERATOR(pg_catalog.?) 'failures')"
+	"              THEN (SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
+	"                      pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'effect_type', o.effect_type,"
+	"                        'target', o.target, 'state', o.state, 'provider_id', o.provider_id)"
+	"                      ORDER BY o.created_at, o.effect_type, o.target), '[]'::pg_catalog.jsonb))"
+	"                    FROM idemgate.outbox o"
+	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key)"
+	"              ELSE r.result END"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
+	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
+	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
+	1, {TEXTARRAYOID}, GENERIC_PLAN
+};
+
+/* An operator's lock on a run (reinject): its state only. */
+static SavedStatement lock_run_state_stmt = {
+	"SELECT state FROM idemgate.runs"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	1, {TEXTOID}
+};
+
+static SavedStatement reset_failures_stmt = {
+	"UPDATE idemgate.runs SET failures = 0 WHERE idempotency_key OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+/* record_validation counts its attempts on the run. */
+static SavedStatement count_validation_stmt = {
+	"UPDATE idemgate.runs SET validations = validations + 1"
+	" WHERE idempotency_key = $1 RETURNING validations",
 	1, {TEXTOID}
 };
 
@@ -386,9 +442,6 @@ ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
 			   Datum result, bool result_null, Datum workflow, bool workflow_null,
 			   ClaimResult *out)
 {
-	Datum		dup[5];
-	char		dupnulls[5] = {' ', 'n', ' ', ' ', ' '};
-
 	out->outcome = "duplicate";
 	out->values[1] = PointerGetDatum(key);
 	out->nulls[1] = false;
@@ -404,19 +457,7 @@ ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
 	/* Without SQL where it can (src/claim_direct.c). */
 	if (RecordDuplicate(key, actor, workflow, workflow_null, state, version))
 		return;
-	dup[0] = PointerGetDatum(key);
-	dup[1] = (Datum) 0;
-	if (actor)
-	{
-		dup[1] = CStringGetTextDatum(actor);
-		dupnulls[1] = ' ';
-	}
-	dup[2] = workflow;
-	dupnulls[2] = workflow_null ? 'n' : ' ';
-	dup[3] = state;
-	dup[4] = Int64GetDatum(version);
-	if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record duplicate claim");
+	RecordDuplicateEvent(key, actor, workflow, workflow_null, state, version);
 }
 
 /*
@@ -1044,4 +1085,130 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+/*
+ * CompleteLockedRuns completes the runs of keys (a text[] datum), locked by
+ * this transaction and approved when locked, that have no effect in another
+ * state than completed or cancelled. Must be called inside SPI.
+ */
+void
+CompleteLockedRuns(Datum keys)
+{
+	if (ExecSaved(&complete_runs_stmt, &keys, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not complete runs");
+}
+
+/*
+ * CompleteRunsIfDone completes the runs of keys (a text[] datum, repeats
+ * allowed) that are approved and have no effect in another state than
+ * completed or cancelled; see lock_runs_stmt. Must be called inside SPI,
+ * after the effect rows were changed.
+ */
+static void
+CompleteRunsIfDone(Datum keys)
+{
+	Datum		values[2];
+	Datum	   *locked;
+	int			n;
+
+	values[0] = keys;
+	if (ExecSaved(&lock_runs_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock runs");
+	n = (int) SPI_processed;
+	if (n == 0)
+		return;
+	locked = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		locked[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
+	}
+	CompleteLockedRuns(PointerGetDatum(construct_array(locked, n, TEXTOID, -1, false,
+													   TYPALIGN_INT)));
+}
+
+/*
+ * CompleteRunIfDone completes the run of key (approved → completed) when
+ * none of its effects is in another state than completed or cancelled. A
+ * run without a result of its own (NULL, or an earlier attempt's failure
+ * record) gets {"effects": [{effect_id, effect_type, target, state,
+ * provider_id}, ...]}, so a later duplicate has an answer. Locks the run
+ * row, so it must be called after the effect row was changed. Must be
+ * called inside SPI.
+ */
+void
+CompleteRunIfDone(text *key)
+{
+	Datum		k = PointerGetDatum(key);
+
+	CompleteRunsIfDone(PointerGetDatum(construct_array(&k, 1, TEXTOID, -1, false, TYPALIGN_INT)));
+}
+
+/*
+ * LockRunState locks the run of key (FOR UPDATE) and returns its state, or
+ * NULL when there is no such run. Must be called inside SPI.
+ */
+char *
+LockRunState(text *key)
+{
+	Datum		value = PointerGetDatum(key);
+	bool		isnull;
+
+	if (ExecSaved(&lock_run_state_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock run");
+	if (SPI_processed == 0)
+		return NULL;
+	return TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+}
+
+/* ResetRunFailures sets a locked run's failure count back to 0 (reinject). */
+void
+ResetRunFailures(text *key)
+{
+	Datum		value = PointerGetDatum(key);
+
+	if (ExecSaved(&reset_failures_stmt, &value, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not reset run failures");
+}
+
+/*
+ * CountValidation adds one to a locked run's validation count and returns
+ * the new count (record_validation's attempt).
+ */
+int32
+CountValidation(text *key)
+{
+	Datum		value = PointerGetDatum(key);
+	bool		isnull;
+
+	if (ExecSaved(&count_validation_stmt, &value, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not count validation");
+	return DatumGetInt32(GetResultDatum(0, 1, &isnull));
+}
+
+/*
+ * MoveOwnedProcessingRun moves the run of key processing → to_state for
+ * its live owner at version (request_approval, enqueue_effect). The usual
+ * case is one UPDATE (TryMoveRun); only when it does not qualify is the
+ * run locked and looked at, to tell a lost lease from another state, and
+ * moved if it was only a race with the lease's own check. Returns the new
+ * version, or -1 with *run describing the run (found, owned, state) for
+ * the caller's refusal. Must be called inside SPI.
+ */
+int64
+MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version, const char *to_state,
+					   EventDetails *details, OwnedRun *run)
+{
+	int64		new_version = TryMoveRun(key, owner, version, "processing", to_state, NULL, details);
+
+	memset(run, 0, sizeof(*run));
+	if (new_version >= 0)
+		return new_version;
+	LockOwnedRun(key, owner, version, run);
+	if (run->found && run->owned && strcmp(run->state, "processing") == 0)
+		return MoveRunState(key, "processing", to_state, NULL, false, details);
+	return -1;
 }

@@ -34,8 +34,30 @@ extern int64 MoveRunState(text *key, const char *from_state, const char *to_stat
 extern int64 TryMoveRun(text *key, pg_uuid_t *owner, int64 version,
 						const char *from_state, const char *to_state,
 						Jsonb *result, EventDetails *details);
+extern int64 MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version,
+									const char *to_state, EventDetails *details,
+									OwnedRun *run);
 extern int64 SetRunState(text *key, const char *from_state, const char *to_state,
 						 Jsonb *result, bool count_failure, const char *actor,
 						 Jsonb *extra_details);
+
+/*
+ * Run completion by its effects. CompleteRunIfDone moves the run of key
+ * approved → completed when none of its effects is in another state than
+ * completed or cancelled; a run without a result of its own (NULL, or an
+ * earlier attempt's failure record) gets {"effects": [{effect_id,
+ * effect_type, target, state, provider_id}, ...]}, so a later duplicate
+ * has an answer. It locks the run row, so it must be called after the
+ * effect row was changed (effect first, then run). CompleteLockedRuns does
+ * the same for runs of keys (a text[] datum) this transaction already
+ * locked while they were approved. Both must be called inside SPI.
+ */
+extern void CompleteRunIfDone(text *key);
+extern void CompleteLockedRuns(Datum keys);
+
+/* Operator commands and record_validation; inside SPI. */
+extern char *LockRunState(text *key);
+extern void ResetRunFailures(text *key);
+extern int32 CountValidation(text *key);
 
 #endif

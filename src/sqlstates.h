@@ -1,16 +1,14 @@
 /*-------------------------------------------------------------------------
  *
- * src/idemgate.h
- *	  Shared declarations for the idemgate extension: our own SQLSTATEs
- *	  (and, through idemgate_limits.h, every limit).
+ * src/sqlstates.h
+ *	  idemgate's own SQLSTATEs (class IG).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef IDEMGATE_H
-#define IDEMGATE_H
+#ifndef IDEMGATE_SQLSTATES_H
+#define IDEMGATE_SQLSTATES_H
 
 #include "postgres.h"
-#include "idemgate_limits.h"
 
 /* Same idempotency key arrived with a different payload. */
 #define ERRCODE_IDEMGATE_PAYLOAD_MISMATCH	MAKE_SQLSTATE('I','G','0','0','1')

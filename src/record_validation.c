@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * src/validation_log.c
+ * src/record_validation.c
  *	  record_validation: validate a model's output as the run's live owner,
  *	  count the attempt and audit the verdict.
  *
@@ -27,12 +27,6 @@
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(idemgate_record_validation);
-
-static SavedStatement count_validation_stmt = {
-	"UPDATE idemgate.runs SET validations = validations + 1"
-	" WHERE idempotency_key = $1 RETURNING validations",
-	1, {TEXTOID}
-};
 
 /*
  * idemgate_record_validation implements record_validation(key, owner,
@@ -76,16 +70,8 @@ idemgate_record_validation(PG_FUNCTION_ARGS)
 	LockOwnedRun(key, owner, version, &run);
 	if (run.found && run.owned)
 	{
-		Datum		values[1];
-		bool		isnull;
-		int32		attempt;
+		int32		attempt = CountValidation(key);
 		EventDetails details;
-
-		values[0] = PointerGetDatum(key);
-		if (ExecSaved(&count_validation_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
-			SPI_processed != 1)
-			elog(ERROR, "could not count validation");
-		attempt = DatumGetInt32(GetResultDatum(0, 1, &isnull));
 
 		DetailsInit(&details);
 		DetailsBool(&details, "valid", valid);

@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * src/worker.h
+ * src/worker_signals.h
  *	  What the launcher and the dispatchers share as background workers:
  *	  the SIGTERM flag and config reload.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef IDEMGATE_WORKER_H
-#define IDEMGATE_WORKER_H
+#ifndef IDEMGATE_WORKER_SIGNALS_H
+#define IDEMGATE_WORKER_SIGNALS_H
 
 #include "postgres.h"
 

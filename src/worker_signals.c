@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * src/worker.c
+ * src/worker_signals.c
  *	  Signal handling shared by the launcher and the dispatchers.
  *
  *-------------------------------------------------------------------------
@@ -12,7 +12,7 @@
 #include "storage/latch.h"
 #include "utils/guc.h"
 
-#include "worker.h"
+#include "worker_signals.h"
 
 volatile sig_atomic_t got_sigterm = false;
 

@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/outbox_dispatch.h
+ *	  The outbox statements of the dispatcher (part of the outbox module).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_OUTBOX_DISPATCH_H
+#define IDEMGATE_OUTBOX_DISPATCH_H
+
+#include "postgres.h"
+#include "datatype/timestamp.h"
+#include "utils/uuid.h"
+
+/* Byte 7 of a dispatcher's lease owner (src/dispatcher_leases.c). */
+#define DISPATCHER_LEASE_MARKER 209	/* 0xD1 */
+
+/*
+ * ClaimDueForDispatch marks up to limit due pending effects of approved
+ * runs, of types with an endpoint and not paused, sending under owner for
+ * the endpoint's timeout + margin. The rows are left in SPI_tuptable:
+ * effect_id, attempts, url, timeout (ms), honors_idempotency_key,
+ * provider_id_field, headers (text[] "Name: value"), body (text), effect
+ * type, rate_limit, max_in_flight. Must be called inside SPI.
+ */
+extern void ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin);
+
+/* GiveBackEffect: a claimed, unsent effect goes back to pending, attempt uncounted. */
+extern void GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner);
+
+/*
+ * ExpireGoneDispatchersLeases marks expired the live leases held by
+ * dispatchers of another life than life (4 bytes), or by an earlier
+ * incarnation than incarnation of slot; returns how many.
+ */
+extern uint64 ExpireGoneDispatchersLeases(bytea *life, int slot, int incarnation);
+
+#endif

@@ -1,0 +1,267 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/reinject.c
+ *	  The operator's way back from a dead letter: reinject, reinject_all
+ *	  and resolve_effect. The rows they change are written by their
+ *	  tables' modules (dead_letters.c, outbox.c, runs.c).
+ *
+ * Design note. A dead letter is reinjected at most once: its row is locked
+ * (FOR UPDATE) and reinjected_at is set in the same transaction as the
+ * object it points to changes, so two operators reinjecting one letter at
+ * once get true and false. Lock order is dead letter, then effect, then
+ * run, the same as the outbox's effect-then-run order.
+ *
+ *	- effect letter: the effect (state failed) goes back to pending with
+ *	  attempts 0, due now, keeping its effect_id, so the provider still sees
+ *	  the same Idempotency-Key. Its run stays approved (a run is approved
+ *	  for as long as any of its effects is not completed); a letter whose
+ *	  run is no longer approved is refused, since its effect could never be
+ *	  sent.
+ *	- run letter: the run (failed_terminal) goes back to failed_retryable
+ *	  with its failure count reset, so the next delivery of the same event
+ *	  recovers it through claim. This is the one sanctioned exit from
+ *	  failed_terminal.
+ *
+ * resolve_effect settles an unknown effect after an operator asked the
+ * provider: delivered → completed (and the run completes with its last
+ * effect), not delivered → pending, due now, attempts reset.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "args.h"
+#include "dead_letters.h"
+#include "events.h"
+#include "idemgate_limits.h"
+#include "outbox.h"
+#include "runs.h"
+#include "spi_util.h"
+#include "sqlstates.h"
+
+PG_FUNCTION_INFO_V1(idemgate_reinject);
+PG_FUNCTION_INFO_V1(idemgate_reinject_all);
+PG_FUNCTION_INFO_V1(idemgate_resolve_effect);
+
+/* What reinjecting one dead letter did. */
+typedef enum ReinjectOutcome
+{
+	REINJECT_DONE,
+	REINJECT_ALREADY,			/* reinjected before: false */
+	REINJECT_REFUSED			/* its object is not in a state to go back */
+} ReinjectOutcome;
+
+/* Refuse raises IG002 with why, or only reports the refusal in bulk. */
+static ReinjectOutcome
+Refuse(bool raise, int64 id, const char *why)
+{
+	if (raise)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+				 errmsg("dead letter %lld cannot be reinjected: %s", (long long) id, why)));
+	return REINJECT_REFUSED;
+}
+
+/*
+ * ReinjectEffect requeues the failed effect of a dead letter; see the
+ * design note.
+ */
+static ReinjectOutcome
+ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, bool raise)
+{
+	LockedEffect effect;
+	EventDetails details;
+
+	if (!LockEffect(effect_id, &effect))
+		return Refuse(raise, id, "its effect no longer exists");
+	if (strcmp(effect.state, "failed") != 0)
+		return Refuse(raise, id, psprintf("its effect is %s, not failed", effect.state));
+	if (effect.run_state == NULL)
+		return Refuse(raise, id, "the effect's run no longer exists");
+	if (strcmp(effect.run_state, "approved") != 0)
+		return Refuse(raise, id, psprintf("the effect's run is %s, not approved, so it could never be sent",
+										  effect.run_state));
+
+	RequeueLockedEffect(effect_id);
+	DetailsInit(&details);
+	DetailsInt(&details, "dead_letter_id", id);
+	RecordEvent(effect.key, effect_id, "effect_reinjected", actor, DetailsFinish(&details));
+	return REINJECT_DONE;
+}
+
+/*
+ * ReinjectRun moves the failed_terminal run of a dead letter back to
+ * failed_retryable; see the design note.
+ */
+static ReinjectOutcome
+ReinjectRun(int64 id, text *key, const char *actor, bool raise)
+{
+	char	   *state = LockRunState(key);
+	EventDetails details;
+
+	if (state == NULL)
+		return Refuse(raise, id, "its run no longer exists");
+	if (strcmp(state, "failed_terminal") != 0)
+		return Refuse(raise, id, psprintf("its run is %s, not failed_terminal", state));
+
+	/* One event: the reinjection and the state change it makes. */
+	DetailsInit(&details);
+	MoveRunState(key, "failed_terminal", "failed_retryable", NULL, false, &details);
+	ResetRunFailures(key);
+	DetailsInt(&details, "dead_letter_id", id);
+	RecordEvent(key, NULL, "run_reinjected", actor, DetailsFinish(&details));
+	return REINJECT_DONE;
+}
+
+/*
+ * ReinjectDeadLetter reinjects dead letter id once. Unknown id is IG003;
+ * an object that cannot go back is IG002 when raise, else REFUSED.
+ */
+static ReinjectOutcome
+ReinjectDeadLetter(int64 id, const char *actor, bool raise)
+{
+	DeadLetterRef letter;
+	ReinjectOutcome outcome;
+
+	if (!LockDeadLetter(id, &letter))
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
+				 errmsg("dead letter %lld does not exist", (long long) id),
+				 errhint("List open dead letters with SELECT * FROM idemgate.dead_letters WHERE reinjected_at IS NULL.")));
+	if (letter.reinjected)
+		return REINJECT_ALREADY;
+
+	if (strcmp(letter.kind, "effect") == 0 && letter.effect_id != NULL)
+		outcome = ReinjectEffect(id, letter.effect_id, actor, raise);
+	else
+		outcome = ReinjectRun(id, letter.key, actor, raise);
+	if (outcome == REINJECT_DONE)
+		MarkDeadLetterReinjected(id, actor);
+	return outcome;
+}
+
+/*
+ * idemgate_reinject implements reinject(id, actor): true when reinjected,
+ * false when it had been reinjected already.
+ */
+Datum
+idemgate_reinject(PG_FUNCTION_ARGS)
+{
+	int64		id;
+	char	   *actor;
+	ReinjectOutcome outcome;
+
+	RequireArg(fcinfo, 0, "id");
+	id = PG_GETARG_INT64(0);
+	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES));
+
+	ConnectSPI();
+	outcome = ReinjectDeadLetter(id, actor, true);
+	SPI_finish();
+	PG_RETURN_BOOL(outcome == REINJECT_DONE);
+}
+
+/*
+ * idemgate_reinject_all implements reinject_all(actor, effect_type,
+ * since): reinjects every open dead letter (only effect letters of
+ * effect_type when given; only those dead since since when given) and
+ * returns how many. Letters whose object cannot go back are skipped and
+ * stay open; letters another session holds are skipped.
+ */
+Datum
+idemgate_reinject_all(PG_FUNCTION_ARGS)
+{
+	char	   *actor;
+	text	   *effect_type = NULL;
+	int			n;
+	int64	   *ids;
+	int32		count = 0;
+
+	actor = text_to_cstring(TextArg(fcinfo, 0, "actor", IDEMGATE_MAX_NAME_BYTES));
+	if (!PG_ARGISNULL(1))
+		effect_type = TextArg(fcinfo, 1, "effect_type", IDEMGATE_MAX_NAME_BYTES);
+
+	ConnectSPI();
+	ids = LockOpenDeadLetters(effect_type, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
+							  PG_ARGISNULL(2), &n);
+	for (int i = 0; i < n; i++)
+		if (ReinjectDeadLetter(ids[i], actor, false) == REINJECT_DONE)
+			count++;
+	SPI_finish();
+	PG_RETURN_INT32(count);
+}
+
+/*
+ * idemgate_resolve_effect implements resolve_effect(effect_id, delivered,
+ * actor, provider_id, note): settles an unknown effect and returns its new
+ * state, completed or pending.
+ */
+Datum
+idemgate_resolve_effect(PG_FUNCTION_ARGS)
+{
+	pg_uuid_t  *effect_id;
+	bool		delivered;
+	char	   *actor;
+	char	   *provider_id = NULL;
+	char	   *note = NULL;
+	LockedEffect effect;
+	char	   *state;
+	text	   *key;
+	const char *new_state;
+	EventDetails details;
+
+	RequireArg(fcinfo, 0, "effect_id");
+	effect_id = PG_GETARG_UUID_P(0);
+	RequireArg(fcinfo, 1, "delivered");
+	delivered = PG_GETARG_BOOL(1);
+	actor = text_to_cstring(TextArg(fcinfo, 2, "actor", IDEMGATE_MAX_NAME_BYTES));
+	if (!PG_ARGISNULL(3))
+		provider_id = text_to_cstring(TextArg(fcinfo, 3, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
+	if (!PG_ARGISNULL(4))
+		note = text_to_cstring(TextArg(fcinfo, 4, "note", IDEMGATE_MAX_REASON_BYTES));
+
+	ConnectSPI();
+	if (!LockEffect(effect_id, &effect))
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
+				 errmsg("effect %s does not exist",
+						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(effect_id))))));
+	state = effect.state;
+	key = effect.key;
+	if (strcmp(state, "unknown") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+				 errmsg("effect %s is %s; only unknown effects can be resolved",
+						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(effect_id))),
+						state),
+				 strcmp(state, "failed") == 0 ?
+				 errhint("Failed effects go back with idemgate.reinject(dead_letter_id, actor).") : 0));
+
+	if (delivered)
+	{
+		new_state = "completed";
+		ResolveLockedEffectDelivered(effect_id, provider_id);
+	}
+	else
+	{
+		new_state = "pending";
+		RequeueLockedEffect(effect_id);
+	}
+
+	DetailsInit(&details);
+	DetailsBool(&details, "delivered", delivered);
+	DetailsText(&details, "new_state", new_state);
+	DetailsText(&details, "provider_id", provider_id);
+	DetailsText(&details, "note", note);
+	RecordEvent(key, effect_id, "effect_resolved", actor, DetailsFinish(&details));
+	if (delivered)
+		CompleteRunIfDone(key);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(new_state));
+}
