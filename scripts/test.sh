@@ -104,6 +104,22 @@ if [ -f test/prometheus/run.sh ]; then
   fi
 fi
 
+# The Debian package (test/package/run.sh, as root: it builds, installs and
+# removes postgresql-15-idemgate, then puts make install's files back).
+if [ -f test/package/run.sh ]; then
+  echo "== package"
+  bash test/package/run.sh >"$logs/package.log" 2>&1
+  grep -E '^(ok|not ok) - ' "$logs/package.log" || true
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/package.log" | tail -1)
+  echo "${line:-package suite printed no summary}"
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+    failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
 # The shipped n8n workflows in a real n8n (installed from npm into a cache
 # directory on first use), driven on loopback; see test/n8n/run.sh.
 echo "== n8n"
