@@ -40,6 +40,7 @@
 #include "args.h"
 #include "events.h"
 #include "spi_util.h"
+#include "idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_watch_workflow);
 PG_FUNCTION_INFO_V1(idemgate_unwatch_workflow);
@@ -47,8 +48,6 @@ PG_FUNCTION_INFO_V1(idemgate_publish_alerts);
 
 #define ALERT_CHANNEL "idemgate_alerts"
 
-/* Longest expected interval of a watched workflow: a yearly job. */
-#define MAX_WATCH_USECS (INT64CONST(366) * USECS_PER_DAY)
 
 static SavedStatement watch_stmt = {
 	"INSERT INTO idemgate.watched_workflows AS w (workflow, expected_interval) VALUES ($1, $2)"
@@ -124,7 +123,7 @@ idemgate_watch_workflow(PG_FUNCTION_ARGS)
 	Datum		values[2];
 	EventDetails details;
 
-	expected = IntervalArg(fcinfo, 1, "expected_interval", 0, MAX_WATCH_USECS,
+	expected = IntervalArg(fcinfo, 1, "expected_interval", 0, IDEMGATE_MAX_WATCH_USECS,
 						   "Pass how often the workflow normally runs, e.g. interval '15 minutes'.");
 
 	ConnectSPI();

@@ -65,8 +65,6 @@ PG_FUNCTION_INFO_V1(idemgate_peek_approval);
 PG_FUNCTION_INFO_V1(idemgate_consume_approval);
 PG_FUNCTION_INFO_V1(idemgate_expire_approvals);
 
-/* Longest wait a human may be given. */
-#define MAX_EXPIRES_IN_USECS ((int64) 30 * USECS_PER_DAY)
 #define MAX_SUBJECT_BYTES IDEMGATE_MAX_NAME_BYTES
 #define MAX_REASON_BYTES IDEMGATE_MAX_REASON_BYTES
 /* How many expired approvals one expire_approvals call handles. */
@@ -352,7 +350,7 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	CheckDocumentArg(fcinfo, 3, "effects");
 	effects = PG_GETARG_JSONB_P(3);
 	effect_count = ValidateEffects(effects, "effects");
-	expires_in = IntervalArg(fcinfo, 4, "expires_in", 0, MAX_EXPIRES_IN_USECS,
+	expires_in = IntervalArg(fcinfo, 4, "expires_in", 0, IDEMGATE_MAX_APPROVAL_EXPIRY_USECS,
 							 "An approval must expire, at most 30 days after it is requested.");
 	if (!PG_ARGISNULL(5))
 	{

@@ -6,7 +6,7 @@
  *	  the table access method.
  *
  * Design note. A claim on a new key, and a duplicate claim, are the hot
- * paths (issue 12). The SPI statement (INSERT ... ON CONFLICT DO UPDATE ...
+ * paths (bench/README.md). The SPI statement (INSERT ... ON CONFLICT DO UPDATE ...
  * RETURNING, then a SELECT for a duplicate) spent more on plan
  * revalidation and executor start-up than on the work, so ClaimDirect does
  * what the executor's ON CONFLICT does, with the same locks (RowExclusiveLock

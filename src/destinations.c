@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * src/destinations.c
- *	  Which network addresses effects may be sent to (SPEC §15): an
+ *	  Which network addresses effects may be sent to (README.md, "Where effects may be sent"): an
  *	  address must be public unless its host is listed in
  *	  idemgate.allowed_http_hosts.
  *

@@ -2,7 +2,7 @@
  *
  * src/dispatcher_leases.c
  *	  Lease owners that name their dispatcher, and settling at once the
- *	  leases of dispatchers that are gone (SPEC §15: after a restart or a
+ *	  leases of dispatchers that are gone (docs/dispatcher.md, "Shutdown and crashes": after a restart or a
  *	  crash, the previous server life's leases are settled at once, not
  *	  after their timeout).
  *

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * src/doc_limits.c
- *	  idemgate.max_document_size (SPEC §15): payloads, cards, effects,
+ *	  idemgate.max_document_size (README.md, "Security"): payloads, cards, effects,
  *	  results and validated outputs larger than the limit are refused with
  *	  54000 (program_limit_exceeded) naming the argument and the limit,
  *	  before anything is written. The size is that of the jsonb value as

@@ -43,8 +43,6 @@
 
 PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 
-/* Limits on one effect; generous, but a runaway input is refused early. */
-#define MAX_EFFECTS 1000
 #define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
 #define MAX_TARGET_BYTES IDEMGATE_MAX_TARGET_BYTES
 
@@ -194,11 +192,11 @@ ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out)
 
 		if (count == 0)
 			ReportBadEffects(argname);
-		if (count > MAX_EFFECTS)
+		if (count > IDEMGATE_MAX_EFFECTS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"%s\" holds %d effects; at most %d are allowed in one call",
-							argname, count, MAX_EFFECTS)));
+							argname, count, IDEMGATE_MAX_EFFECTS)));
 		parsed = palloc0(sizeof(ParsedEffect) * count);
 		it = JsonbIteratorInit(&effects->root);
 		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)

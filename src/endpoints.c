@@ -37,13 +37,10 @@
 #include "guc.h"
 #include "rate_limit.h"
 #include "spi_util.h"
+#include "idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
 
-#define MAX_TIMEOUT_USECS	((int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * USECS_PER_SEC)
-#define MAX_HEADERS			50
-#define MAX_HEADER_NAME		256
-#define MAX_HEADER_VALUE	8192
 
 /* Headers the dispatcher sets itself; an endpoint may not override them. */
 static const char *const reserved_headers[] = {
@@ -250,10 +247,10 @@ CheckHeaders(Jsonb *headers)
 			ListCell   *lc;
 
 			name = pnstrdup(v.val.string.val, v.val.string.len);
-			if (++count > MAX_HEADERS)
-				HeaderError(psprintf("must have at most %d headers", MAX_HEADERS), NULL);
-			if (v.val.string.len == 0 || v.val.string.len > MAX_HEADER_NAME)
-				HeaderError(psprintf("names must be 1 to %d characters long", MAX_HEADER_NAME), name);
+			if (++count > IDEMGATE_MAX_HEADERS)
+				HeaderError(psprintf("must have at most %d headers", IDEMGATE_MAX_HEADERS), NULL);
+			if (v.val.string.len == 0 || v.val.string.len > IDEMGATE_MAX_HEADER_NAME_BYTES)
+				HeaderError(psprintf("names must be 1 to %d characters long", IDEMGATE_MAX_HEADER_NAME_BYTES), name);
 			for (int i = 0; i < v.val.string.len; i++)
 				if (!IsTokenChar((unsigned char) name[i]))
 					HeaderError("names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)", name);
@@ -273,8 +270,8 @@ CheckHeaders(Jsonb *headers)
 		{
 			if (v.type != jbvString)
 				HeaderError("values must be JSON strings", name);
-			if (v.val.string.len > MAX_HEADER_VALUE)
-				HeaderError(psprintf("values must be at most %d bytes long", MAX_HEADER_VALUE), name);
+			if (v.val.string.len > IDEMGATE_MAX_HEADER_VALUE_BYTES)
+				HeaderError(psprintf("values must be at most %d bytes long", IDEMGATE_MAX_HEADER_VALUE_BYTES), name);
 			for (int i = 0; i < v.val.string.len; i++)
 			{
 				unsigned char c = (unsigned char) v.val.string.val[i];
@@ -323,7 +320,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"url\" is not allowed: %s", why),
 				 errhint("Use an https:// URL to a public host, or add the host to idemgate.allowed_http_hosts for plain http or a non-public address.")));
-	timeout = IntervalArg(fcinfo, 2, "timeout", 0, MAX_TIMEOUT_USECS, NULL);
+	timeout = IntervalArg(fcinfo, 2, "timeout", 0, IDEMGATE_MAX_REQUEST_TIMEOUT_USECS, NULL);
 	RequireArg(fcinfo, 3, "max_attempts");
 	max_attempts = PG_GETARG_INT32(3);
 	if (max_attempts < 1 || max_attempts > 100)

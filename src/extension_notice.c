@@ -2,7 +2,7 @@
  *
  * src/extension_notice.c
  *	  The NOTICE after CREATE EXTENSION idemgate in a database that the
- *	  dispatchers do not serve (SPEC §14). Without it, a database other than
+ *	  dispatchers do not serve (docs/dispatcher.md, "Processes"). Without it, a database other than
  *	  idemgate.database looks healthy and never sends an HTTP effect.
  *
  *	  Only with shared_preload_libraries (otherwise there are no dispatchers

@@ -16,7 +16,7 @@
  * (CURLOPT_NOSIGNAL, required in a multi-process server), a total timeout
  * (CURLOPT_TIMEOUT_MS) and no "Expect: 100-continue" round trip.
  *
- * Destinations (SPEC §15). Every connection goes through OpenSocket, which
+ * Destinations (README.md, "Where effects may be sent"). Every connection goes through OpenSocket, which
  * sees the address libcurl resolved and is about to connect to, for every
  * scheme: a non-public address (src/destinations.c) is refused before any
  * packet is sent, unless the URL's host is listed in

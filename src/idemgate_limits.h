@@ -28,16 +28,43 @@
 /* Longest error text kept by fail and fail_effect (then a marker). */
 #define IDEMGATE_MAX_ERROR_BYTES		8192
 
+/* Effects in one enqueue_effect or request_approval. */
+#define IDEMGATE_MAX_EFFECTS			1000
+/* Headers of an endpoint: how many, and the longest name and value. */
+#define IDEMGATE_MAX_HEADERS			50
+#define IDEMGATE_MAX_HEADER_NAME_BYTES	256
+#define IDEMGATE_MAX_HEADER_VALUE_BYTES	8192
+
+/* A provider's response: the longest provider id kept, the deepest JSON parsed. */
+#define IDEMGATE_MAX_RESPONSE_PROVIDER_ID_BYTES	1000
+#define IDEMGATE_MAX_RESPONSE_JSON_DEPTH	100
+/* Most bytes of a failed response's body kept in last_error. */
+#define IDEMGATE_ERROR_BODY_KEPT_BYTES	1024
+
 /* The dispatcher. */
 #define IDEMGATE_MAX_DISPATCHERS		8		/* upper bound of idemgate.dispatchers */
 #define IDEMGATE_MAX_IN_FLIGHT			1024	/* upper bound of idemgate.max_in_flight */
 /* Longest HTTP request timeout an endpoint may set. */
 #define IDEMGATE_MAX_REQUEST_TIMEOUT_SECS	(5 * SECS_PER_MINUTE)
+#define IDEMGATE_MAX_REQUEST_TIMEOUT_USECS	((int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * USECS_PER_SEC)
+/* Endpoints with a rate_limit or max_in_flight tracked at once (distinct types). */
+#define IDEMGATE_RATE_LIMIT_ENTRIES		128
+/* Highest rate_limit accepted (requests per second). */
+#define IDEMGATE_MAX_RATE_LIMIT			1000000.0
 /* Longest Retry-After a provider may ask for. */
 #define IDEMGATE_MAX_RETRY_AFTER_SECS	(365 * SECS_PER_DAY)
 
 /* Longest lease claim_effects hands out. */
 #define IDEMGATE_MAX_EFFECT_LEASE_SECS	SECS_PER_HOUR
+
+/* Longest expires_in of an approval. */
+#define IDEMGATE_MAX_APPROVAL_EXPIRY_USECS	((int64) 30 * USECS_PER_DAY)
+/* Longest interval of a watched workflow. */
+#define IDEMGATE_MAX_WATCH_USECS		(INT64CONST(366) * USECS_PER_DAY)
+/* Longest retention purge accepts. */
+#define IDEMGATE_MAX_RETENTION_USECS	(INT64CONST(36500) * USECS_PER_DAY)
+/* How far back prometheus() looks for its windowed figures. */
+#define IDEMGATE_PROMETHEUS_WINDOW_USECS	(7 * USECS_PER_DAY)
 
 /* Upper bound of idemgate.max_backoff and idemgate.max_lease_life. */
 #define IDEMGATE_MAX_WAIT_SETTING_SECS	(7 * SECS_PER_DAY)

@@ -2,7 +2,7 @@
  *
  * src/identity.c
  *	  Normalising identities for separation of duties and audiences
- *	  (SPEC §15): "Alice", "alice ", "alice<U+200B>" and a decomposed
+ *	  (README.md, "Security"): "Alice", "alice ", "alice<U+200B>" and a decomposed
  *	  "é" must not pass for someone other than "alice" / a precomposed
  *	  "é".
  *

@@ -53,6 +53,7 @@
 #include "args.h"
 #include "killswitch.h"
 #include "spi_util.h"
+#include "idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_metrics);
 PG_FUNCTION_INFO_V1(idemgate_prometheus);
@@ -61,8 +62,6 @@ PG_FUNCTION_INFO_V1(idemgate_alerts_firing);
 
 #define METRIC_COLUMNS 17
 
-/* The window prometheus() reports, as SQL and as its label. */
-#define PROMETHEUS_WINDOW_USECS (7 * USECS_PER_DAY)
 #define PROMETHEUS_WINDOW_LABEL "7d"
 
 static SavedStatement metrics_stmt = {
@@ -485,9 +484,7 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	StringInfoData buf;
 	StringInfoData ops;
 	const char *w = "window=\"" PROMETHEUS_WINDOW_LABEL "\"";
-	const char *w50 = "window=\"" PROMETHEUS_WINDOW_LABEL "\",quantile=\"0.5\"";
-	const char *w95 = "window=\"" PROMETHEUS_WINDOW_LABEL "\",quantile=\"0.95\"";
-	TimestampTz since = GetCurrentTransactionStartTimestamp() - PROMETHEUS_WINDOW_USECS;
+	TimestampTz since = GetCurrentTransactionStartTimestamp() - IDEMGATE_PROMETHEUS_WINDOW_USECS;
 	MemoryContext outcxt = CurrentMemoryContext;	/* outlives SPI_finish */
 
 	initStringInfo(&ops);		/* in outcxt */
@@ -511,14 +508,15 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 				 "Claim calls answered recovered (retryable or expired run taken over) in the window.", w, COUNT(3));
 	AppendMetric(&buf, "idemgate_approvals_decided",
 				 "Approvals decided by a human (approve or reject) in the window.", w, COUNT(4));
-	appendStringInfo(&buf,
-					 "# HELP idemgate_approval_wait_seconds Time from approval request to decision, percentiles over the window (NaN without decisions).\n"
-					 "# TYPE idemgate_approval_wait_seconds gauge\n"
-					 "idemgate_approval_wait_seconds{%s} ", w50);
-	AppendFloat(&buf, SECS(5));
-	appendStringInfo(&buf, "\nidemgate_approval_wait_seconds{%s} ", w95);
-	AppendFloat(&buf, SECS(6));
-	appendStringInfoChar(&buf, '\n');
+	/*
+	 * Two gauges, not one family with a quantile label: that label is
+	 * reserved for summaries, whose _sum and _count are counters since
+	 * start, and these percentiles are over a window.
+	 */
+	AppendMetric(&buf, "idemgate_approval_wait_p50_seconds",
+				 "Median time from approval request to decision over the window (NaN without decisions).", w, SECS(5));
+	AppendMetric(&buf, "idemgate_approval_wait_p95_seconds",
+				 "95th percentile of the time from approval request to decision over the window (NaN without decisions).", w, SECS(6));
 	AppendMetric(&buf, "idemgate_validations",
 				 "Validations of model output recorded in the window.", w, COUNT(7));
 	AppendMetric(&buf, "idemgate_validation_failure_rate",

@@ -127,7 +127,7 @@ static SavedStatement claim_stmt = {
  * provider id and status ($3, $4). The row itself is the record of the
  * delivery (state, provider_id, last_status, attempts, updated_at: a
  * completed effect never changes again); idemgate.key_history shows it as
- * an effect_completed entry, so no event row is written (issue 12).
+ * an effect_completed entry, so no event row is written (bench/README.md).
  * effect_id = ANY keeps this an index scan of outbox_pkey whatever plan
  * the plan cache picks; "IS TRUE" hides the state test from the planner,
  * which would otherwise AND in a scan of the whole outbox_sending_idx

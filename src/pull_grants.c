@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * src/pull_grants.c
- *	  grant_effect_type, revoke_effect_type and the pull-API rule (SPEC §15):
+ *	  grant_effect_type, revoke_effect_type and the pull-API rule (README.md, "Roles"):
  *	  a role may claim_effects, complete_effect or fail_effect an effect type
  *	  only when it was granted that type; a type with a registered endpoint
  *	  belongs to the dispatcher and only an operator may pull it. Anything

@@ -2,12 +2,12 @@
  *
  * src/rate_limit.c
  *	  Per-endpoint rate_limit (requests per second) and max_in_flight
- *	  (concurrent requests), SPEC §14: register_endpoint's trailing
+ *	  (concurrent requests), docs/operations.md, "Endpoints, rate limits and delayed effects": register_endpoint's trailing
  *	  arguments, and their enforcement by the dispatchers.
  *
  * Design note. The limits hold for an endpoint as a whole, however many
  * dispatchers send to it, so their state is in shared memory: one entry
- * per limited effect type (RATE_LIMIT_ENTRIES, found by name) holding the
+ * per limited effect type (IDEMGATE_RATE_LIMIT_ENTRIES, found by name) holding the
  * earliest time the next request may start and the requests in flight per
  * dispatcher slot, all under one spinlock (held for a few comparisons).
  *
@@ -28,7 +28,7 @@
  * it cannot send. An effect that waited too long for its lease (half the
  * lease margin) goes back to pending unsent, attempt uncounted.
  *
- * When the table is full (more than RATE_LIMIT_ENTRIES limited types at
+ * When the table is full (more than IDEMGATE_RATE_LIMIT_ENTRIES limited types at
  * once), entries with nothing in flight and no pending spacing are reused;
  * if none is free the request is sent unlimited and a WARNING says so.
  *
@@ -48,6 +48,7 @@
 #include "rate_limit.h"
 #include "shmem_segment.h"
 #include "spi_util.h"
+#include "idemgate_limits.h"
 
 static int	rate_slot = -1;
 
@@ -97,11 +98,11 @@ EndpointLimitsArgs(FunctionCallInfo fcinfo, int argno,
 	{
 		double		r = PG_GETARG_FLOAT8(argno);
 
-		if (isnan(r) || r <= 0 || r > RATE_LIMIT_MAX)
+		if (isnan(r) || r <= 0 || r > IDEMGATE_MAX_RATE_LIMIT)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"rate_limit\" must be greater than 0 and at most %.0f requests per second",
-							RATE_LIMIT_MAX),
+							IDEMGATE_MAX_RATE_LIMIT),
 					 errhint("Pass NULL for no rate limit.")));
 		*rate = Float8GetDatum(r);
 	}
@@ -144,7 +145,7 @@ RateLimitOnExit(int code, Datum arg)
 	RateLimitShared *r = Rates;
 
 	SpinLockAcquire(&r->lock);
-	for (int i = 0; i < RATE_LIMIT_ENTRIES; i++)
+	for (int i = 0; i < IDEMGATE_RATE_LIMIT_ENTRIES; i++)
 		r->entries[i].in_flight[rate_slot] = 0;
 	SpinLockRelease(&r->lock);
 }
@@ -175,7 +176,7 @@ FindEntry(RateLimitShared *r, const char *effect_type, bool create, int64 now)
 {
 	RateEntry  *spare = NULL;
 
-	for (int i = 0; i < RATE_LIMIT_ENTRIES; i++)
+	for (int i = 0; i < IDEMGATE_RATE_LIMIT_ENTRIES; i++)
 	{
 		RateEntry  *e = &r->entries[i];
 
@@ -218,7 +219,7 @@ RateLimitTryStart(const char *effect_type, double rate, int max_in_flight, int64
 		if (!said_full)
 			ereport(WARNING,
 					(errmsg("idemgate dispatcher: more than %d rate-limited endpoints at once; effect type \"%s\" is sent without its limits",
-							RATE_LIMIT_ENTRIES, effect_type)));
+							IDEMGATE_RATE_LIMIT_ENTRIES, effect_type)));
 		said_full = true;
 		return true;
 	}

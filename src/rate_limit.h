@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * src/rate_limit.h
- *	  Per-endpoint rate_limit and max_in_flight (SPEC §14), kept by the
+ *	  Per-endpoint rate_limit and max_in_flight (docs/operations.md), kept by the
  *	  dispatchers in shared memory.
  *
  *-------------------------------------------------------------------------
@@ -15,10 +15,6 @@
 
 #include "idemgate_limits.h"
 
-/* Endpoints with limits tracked at once (distinct effect types). */
-#define RATE_LIMIT_ENTRIES	128
-/* Highest rate_limit accepted (requests per second). */
-#define RATE_LIMIT_MAX		1000000.0
 
 typedef struct RateEntry
 {
@@ -31,7 +27,7 @@ typedef struct RateEntry
 typedef struct RateLimitShared
 {
 	slock_t		lock;
-	RateEntry	entries[RATE_LIMIT_ENTRIES];
+	RateEntry	entries[IDEMGATE_RATE_LIMIT_ENTRIES];
 } RateLimitShared;
 
 /* From _PG_init: defines the segment (src/shmem_segment.c). */

@@ -2,7 +2,7 @@
  *
  * src/request_forms.c
  *	  The one-jsonb-argument forms of the functions a workflow calls
- *	  (SPEC §13): request_approval, peek_approval, consume_approval,
+ *	  (docs/n8n.md): request_approval, peek_approval, consume_approval,
  *	  enqueue_effect, cas_transition, renew_lease, fail, record_validation,
  *	  claim_effects, complete_effect and fail_effect. (claim(jsonb) lives in
  *	  src/runs.c.)

@@ -13,6 +13,7 @@
 
 #include "http.h"
 #include "response.h"
+#include "idemgate_limits.h"
 
 typedef struct ProviderIdParse
 {
@@ -53,7 +54,7 @@ ProviderIdNonScalar(void *state)
 
 /*
  * JsonTooDeep tells whether a body nests arrays or objects more than
- * MAX_PROVIDER_JSON_DEPTH levels: pg_parse_json recurses per level and
+ * IDEMGATE_MAX_RESPONSE_JSON_DEPTH levels: pg_parse_json recurses per level and
  * raises "stack depth limit exceeded" on a hostile body, which would lose
  * the outcome of a delivered effect.
  */
@@ -78,7 +79,7 @@ JsonTooDeep(const char *body, size_t len)
 			in_string = true;
 		else if (c == '[' || c == '{')
 		{
-			if (++depth > MAX_PROVIDER_JSON_DEPTH)
+			if (++depth > IDEMGATE_MAX_RESPONSE_JSON_DEPTH)
 				return true;
 		}
 		else if (c == ']' || c == '}')
@@ -114,13 +115,13 @@ ProviderIdFrom(const char *body, size_t len, const char *field)
 	sem.array_start = ProviderIdNonScalar;
 	if (pg_parse_json(p.lex, &sem) != JSON_SUCCESS)
 		return NULL;
-	if (p.value != NULL && (strlen(p.value) == 0 || strlen(p.value) > MAX_PROVIDER_ID))
+	if (p.value != NULL && (strlen(p.value) == 0 || strlen(p.value) > IDEMGATE_MAX_RESPONSE_PROVIDER_ID_BYTES))
 		return NULL;
 	return p.value;
 }
 
 /*
- * ErrorBodyExcerpt returns the first ERROR_BODY_KEPT bytes of a failed
+ * ErrorBodyExcerpt returns the first IDEMGATE_ERROR_BODY_KEPT_BYTES bytes of a failed
  * response's body for last_error, cut at a character boundary (never half
  * a multibyte character), or NULL when the body is empty. Bytes that are
  * not valid in the database encoding end the excerpt there (a NUL byte
@@ -134,12 +135,12 @@ ErrorBodyExcerpt(const char *body, size_t len)
 
 	if (body == NULL || len == 0)
 		return NULL;
-	n = (int) Min(len, (size_t) ERROR_BODY_KEPT + MAX_MULTIBYTE_CHAR_LEN);
+	n = (int) Min(len, (size_t) IDEMGATE_ERROR_BODY_KEPT_BYTES + MAX_MULTIBYTE_CHAR_LEN);
 	/* The longest valid prefix (stops at a NUL or an invalid sequence). */
 	n = pg_encoding_verifymbstr(GetDatabaseEncoding(), body, n);
-	/* At most ERROR_BODY_KEPT bytes, ending on a character boundary. */
-	if (n > ERROR_BODY_KEPT)
-		n = pg_encoding_mbcliplen(GetDatabaseEncoding(), body, n, ERROR_BODY_KEPT);
+	/* At most IDEMGATE_ERROR_BODY_KEPT_BYTES bytes, ending on a character boundary. */
+	if (n > IDEMGATE_ERROR_BODY_KEPT_BYTES)
+		n = pg_encoding_mbcliplen(GetDatabaseEncoding(), body, n, IDEMGATE_ERROR_BODY_KEPT_BYTES);
 	if (n <= 0)
 		return NULL;
 	out = palloc(n + 1);

@@ -47,12 +47,11 @@
 #include "events.h"
 #include "metrics.h"
 #include "spi_util.h"
+#include "idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_purge);
 PG_FUNCTION_INFO_V1(idemgate_purge_dead_letters);
 
-/* Longest bound accepted: a century. */
-#define MAX_RETENTION_USECS (INT64CONST(36500) * USECS_PER_DAY)
 
 static SavedStatement purge_stmt = {
 	"WITH doomed AS ("
@@ -99,7 +98,7 @@ static SavedStatement purge_dead_letters_stmt = {
 static Interval *
 OlderThanArg(FunctionCallInfo fcinfo)
 {
-	return IntervalArg(fcinfo, 0, "older_than", 0, MAX_RETENTION_USECS,
+	return IntervalArg(fcinfo, 0, "older_than", 0, IDEMGATE_MAX_RETENTION_USECS,
 					   "Pass how long finished work is kept, e.g. interval '30 days' (see idemgate.retention).");
 }
 

@@ -144,11 +144,11 @@ static SavedStatement lock_original_stmt = {
  * here. Then, in a fresh snapshot taken after the locks (so the sibling's
  * commit is seen), complete those with no open effect, storing
  * {"effects": [...]} when the run has no result of its own (NULL, or the
- * failure record fail() left before the run was recovered: SPEC §13). The
+ * failure record fail() left before the run was recovered; docs/n8n.md). The
  * run row records this change itself (a run with effects only ever
  * completes here, and a completed run never changes again):
  * idemgate.key_history shows it as a state_changed entry, so no event row
- * is written (issue 12).
+ * is written (bench/README.md).
  */
 static SavedStatement lock_runs_stmt = {
 	"SELECT r.idempotency_key FROM idemgate.runs r"

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * src/send_barrier.c
- *	  The kill switch and type pauses as a barrier (SPEC §15): once
+ *	  The kill switch and type pauses as a barrier (docs/dispatcher.md, "The kill switch and pauses as a barrier"): once
  *	  set_actions_enabled(false, ...) or pause_effect_type(...) has
  *	  committed, no request's first byte goes on the wire; requests already
  *	  started may finish.

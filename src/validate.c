@@ -2,7 +2,7 @@
  *
  * src/validate.c
  *	  idemgate.validate(): check a model's JSON output against a JSON Schema
- *	  subset (SPEC §2), collecting every violation with its path.
+ *	  subset (README.md, "Functions"), collecting every violation with its path.
  *
  * Design note
  *

@@ -1,4 +1,4 @@
--- The alerts of SPEC §14 in idemgate.alerts: stuck_effects (due pending
+-- The alerts of docs/operations.md in idemgate.alerts: stuck_effects (due pending
 -- effects older than idemgate.alert_stuck_after, also for a type with no
 -- endpoint and no puller), kill_switch_off and type_paused (info),
 -- dispatcher_missing (HTTP effects due in a database no running dispatcher

@@ -288,7 +288,7 @@ SELECT table_privs_are('idemgate', t, 'public', ARRAY[]::text[])
   FROM unnest(ARRAY['runs', 'outbox', 'approvals', 'events', 'dead_letters', 'endpoints', 'control',
                     'watched_workflows', 'bundle_members', 'granted_bundles']) t;
 
--- The contract columns (SPEC §1, §3, §4, §7, §8).
+-- The contract columns (README.md, "Functions", §3, §4, §7, §8).
 SELECT col_type_is('idemgate', 'runs', 'idempotency_key', 'text', 'runs.idempotency_key is text');
 SELECT col_type_is('idemgate', 'runs', 'workflow', 'text', 'runs.workflow is text');
 SELECT col_type_is('idemgate', 'runs', 'state', 'text', 'runs.state is text');

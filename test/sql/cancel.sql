@@ -1,4 +1,4 @@
--- cancel_effect and cancel_approval (SPEC §14). A pending or unknown effect
+-- cancel_effect and cancel_approval (docs/operations.md). A pending or unknown effect
 -- can be cancelled (state cancelled: never claimed afterwards, no dead
 -- letter); any other state is IG002, an unknown id IG003. A run whose
 -- effects are all settled completes; purge treats cancelled as settled.

@@ -1,5 +1,5 @@
 -- A claim on a new key inserts the run row without SQL (src/claim_direct.c,
--- issue 12); any other claim runs the claim statement. This file shows that
+-- bench/README.md); any other claim runs the claim statement. This file shows that
 -- the new-key path writes exactly the row the statement writes (compared
 -- with claim_lease, which always runs the statement), with its index
 -- entries, visible to the rest of the transaction, and that it gives way

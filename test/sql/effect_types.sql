@@ -1,4 +1,4 @@
--- Operating effects per type (SPEC §14): the effect_types view,
+-- Operating effects per type (docs/operations.md): the effect_types view,
 -- pause_effect_type / resume_effect_type (audited; a paused type is held by
 -- claim_effects and by the dispatcher), unregister_endpoint (audited), and
 -- not_before (delayed effects). Pull-API types have no endpoint; the one

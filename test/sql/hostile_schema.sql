@@ -1,5 +1,5 @@
 -- hostile_schema: nothing the extension runs can be redirected by objects
--- planted in another schema on the caller's search_path (SPEC §11).
+-- planted in another schema on the caller's search_path (README.md, "Roles").
 -- An unprivileged role plants, in schema public, functions and operators
 -- that shadow pg_catalog's (now(), gen_random_uuid(), sha256(bytea),
 -- =(text,text), =(uuid,uuid), +(timestamptz,interval), ||(jsonb,jsonb),

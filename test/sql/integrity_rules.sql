@@ -1,7 +1,7 @@
 -- Integrity rules that 1.0 kept with CHECK constraints on the hot tables
 -- (runs.idempotency_key 1..512 bytes, runs.state, outbox.state) and with
 -- the foreign keys of outbox and approvals to runs are kept by the C code
--- since 1.1 (sql/1.0--1.1/50_performance.sql: a CHECK costs ~10 µs per
+-- since 1.1 (idemgate--1.0--1.1.sql, part 50_performance.sql: a CHECK costs ~10 µs per
 -- write through SPI in PostgreSQL 15, a foreign key a trigger query per
 -- row). This file shows that no function lets a bad value or an orphan in,
 -- and that rows written through every path satisfy the rules. pgTAP.

@@ -172,10 +172,12 @@ idemgate_recovered{window="7d"} 1
 # HELP idemgate_approvals_decided Approvals decided by a human (approve or reject) in the window.
 # TYPE idemgate_approvals_decided gauge
 idemgate_approvals_decided{window="7d"} 4
-# HELP idemgate_approval_wait_seconds Time from approval request to decision, percentiles over the window (NaN without decisions).
-# TYPE idemgate_approval_wait_seconds gauge
-idemgate_approval_wait_seconds{window="7d",quantile="0.5"} 1500
-idemgate_approval_wait_seconds{window="7d",quantile="0.95"} 2310
+# HELP idemgate_approval_wait_p50_seconds Median time from approval request to decision over the window (NaN without decisions).
+# TYPE idemgate_approval_wait_p50_seconds gauge
+idemgate_approval_wait_p50_seconds{window="7d"} 1500
+# HELP idemgate_approval_wait_p95_seconds 95th percentile of the time from approval request to decision over the window (NaN without decisions).
+# TYPE idemgate_approval_wait_p95_seconds gauge
+idemgate_approval_wait_p95_seconds{window="7d"} 2310
 # HELP idemgate_validations Validations of model output recorded in the window.
 # TYPE idemgate_validations gauge
 idemgate_validations{window="7d"} 4

@@ -1,4 +1,4 @@
--- metrics(since) answers the same after purge as before it (SPEC §14): purge
+-- metrics(since) answers the same after purge as before it (docs/operations.md): purge
 -- adds what metrics() counts of the rows it deletes to an hourly rollup
 -- (idemgate.metrics_rollup), and the per-type Prometheus counters keep the
 -- completed and failed effects of purged runs (idemgate.effect_type_rollup).

@@ -119,7 +119,7 @@ SELECT results_eq($$SELECT target, state, provider_id, last_status FROM idemgate
                   $$VALUES ('target-1', 'completed', 'prov-target-1', 201), ('target-2', 'completed', 'prov-target-2', 201),
                            ('target-3', 'completed', NULL, NULL)$$, 'provider ids and statuses kept');
 -- the deliveries and the run's completion are recorded by the rows
--- themselves (issue 12): key_history shows them beside the events
+-- themselves: key_history shows them beside the events
 SELECT bag_eq($$SELECT kind, details - 'version' FROM idemgate.key_history
                      WHERE idempotency_key = 'outbox-claim-a' AND kind IN ('effect_completed', 'state_changed')$$,
                   $$VALUES ('effect_completed', '{"status": 201, "attempt": 1, "provider_id": "prov-target-1"}'::jsonb),

@@ -1,4 +1,4 @@
--- privileges: nothing for PUBLIC; rights come in the four bundles of SPEC §11
+-- privileges: nothing for PUBLIC; rights come in the four bundles of README.md, "Roles"
 -- through grant_role/revoke_role. A client gets 42501 for everything outside
 -- its bundle: reading token hashes, consuming approvals, operator calls,
 -- writing tables directly, or granting itself more. pgTAP; the test roles
@@ -37,7 +37,7 @@ SELECT is_empty($$SELECT p.oid::regprocedure FROM pg_proc p
 -- No bundle may read the approvals table itself (token hashes).
 SELECT is_empty($$SELECT bundle FROM idemgate.bundle_members WHERE rel = 'idemgate.approvals'::regclass$$,
                 'no bundle reads the approvals table');
--- This feature's functions are in the bundles SPEC §11 names.
+-- This feature's functions are in the bundles README.md, "Roles" names.
 SELECT results_eq($$SELECT b.bundle, b.fn::text FROM idemgate.bundle_members b
                      WHERE b.fn::text ~ '(approval|hash_token|enqueue_effect)' ORDER BY b.fn::text, b.bundle$$,
                   $$VALUES ('operator', 'idemgate.cancel_approval(uuid,text,text)'),
@@ -61,7 +61,7 @@ SELECT results_eq($$SELECT b.bundle, b.fn::text FROM idemgate.bundle_members b
                            ('operator', 'idemgate.request_approval(jsonb)'),
                            ('client', 'idemgate.request_approval(text,uuid,bigint,jsonb,interval,jsonb,text[],text)'),
                            ('operator', 'idemgate.request_approval(text,uuid,bigint,jsonb,interval,jsonb,text[],text)')$$,
-                  'the approval functions are in the bundles SPEC §11 names');
+                  'the approval functions are in the bundles README.md, "Roles" names');
 
 -- One role per bundle, and one with none.
 CREATE ROLE privileges_client;

@@ -1,4 +1,4 @@
--- The pull API per effect type (SPEC §15): a client may claim_effects only
+-- The pull API per effect type (README.md, "Security"): a client may claim_effects only
 -- the types an operator granted to it with grant_effect_type; a type with a
 -- registered endpoint belongs to the dispatcher and only an operator may
 -- pull it; complete_effect / fail_effect follow the same rule (and the

@@ -1,4 +1,4 @@
--- request_forms (SPEC §13): the one-jsonb-argument form of every function a
+-- request_forms (docs/n8n.md): the one-jsonb-argument form of every function a
 -- workflow calls. Each is driven the way n8n's Postgres node calls it (one
 -- parameter, JSON.stringify of the arguments, bigint values as strings)
 -- and compared with the typed form: same results, same errors, same

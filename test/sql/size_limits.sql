@@ -1,4 +1,4 @@
--- idemgate.max_document_size (SPEC §15, default 1 MB): payloads, cards,
+-- idemgate.max_document_size (README.md, "Security", default 1 MB): payloads, cards,
 -- effects (and so effect payloads), results and validated outputs larger
 -- than the limit are refused with 54000 naming the argument and the limit,
 -- and nothing is written. Before 1.1 a 10 MB payload, card or result was

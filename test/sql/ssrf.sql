@@ -1,4 +1,4 @@
--- Destinations (SPEC §15): a URL whose host is a numeric address in a
+-- Destinations (README.md, "Security"): a URL whose host is a numeric address in a
 -- non-public range is refused by register_endpoint for every scheme,
 -- https included, unless the host is listed in idemgate.allowed_http_hosts
 -- (names are checked on the resolved address at connect time: TAP

@@ -1,4 +1,4 @@
--- Stored results (SPEC §13): a run that completes through its effects and
+-- Stored results (docs/n8n.md): a run that completes through its effects and
 -- has no result of its own gets {"effects": [...]}, and claim answers later
 -- duplicates with it. Effect types are unique to this file and have no
 -- endpoint, so the pull API delivers them (no dispatcher involved).

@@ -51,7 +51,7 @@ sleep 3;
 my @silence = grep { /"alert" : "silence"/ } notifications();
 is(scalar(@silence), 1, 'one notification for the silence, not one per publish');
 like($silence[0], qr/^\{"alert" : "silence", "severity" : "\w+", "state" : "firing", "at" : "[^"]+"\}$/,
-	'the payload says firing and carries only alert, severity, state and time (SPEC §14)');
+	'the payload says firing and carries only alert, severity, state and time (docs/operations.md)');
 unlike($silence[0], qr/tap-wf|message|count|subject/,
 	'the payload names no workflow and carries no message or count');
 

@@ -1,5 +1,5 @@
 # test/t/060_pull_killswitch_setting.pl
-#    The kill switch has two halves (SPEC §9): the audited row flipped by
+#    The kill switch has two halves (docs/dispatcher.md): the audited row flipped by
 #    set_actions_enabled and the setting idemgate.actions_enabled. This
 #    checks the pull API against the setting, which a regress test cannot
 #    change (it is reloadable, not settable per session): with the setting

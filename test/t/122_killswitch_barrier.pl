@@ -1,5 +1,5 @@
 # test/t/122_killswitch_barrier.pl
-#    The kill switch and a type pause are barriers (SPEC §15): once
+#    The kill switch and a type pause are barriers (README.md, "Security"): once
 #    set_actions_enabled(false) / pause_effect_type has committed, no
 #    request's first byte reaches the wire. Under load (a backlog, 32
 #    requests in flight), a client flips the switch 100 times, then pauses

@@ -1,5 +1,5 @@
 # test/t/123_endpoint_limits.pl
-#    Per-endpoint limits (SPEC §14), kept together by two dispatchers:
+#    Per-endpoint limits (docs/operations.md), kept together by two dispatchers:
 #    - rate_limit 20: 200 effects take at least 9.5 s, and no one-second
 #      window at the sink (first-byte kernel receive times) holds more than
 #      21 requests;
