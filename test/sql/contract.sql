@@ -331,8 +331,8 @@ SELECT throws_ok('SELECT idemgate.reinject(id => -1, actor => ''qa'')', 'IG003',
 -- §8 metrics: exactly one row with these columns and types.
 SELECT is((SELECT count(*) FROM idemgate.metrics(since => now() - interval '1 hour')), 1::bigint, 'metrics: one row');
 SELECT is_empty($$SELECT l FROM regexp_split_to_table(idemgate.prometheus(), E'\n') l
-                   WHERE l <> '' AND l !~ '^# (HELP|TYPE) idemgate_[a-z_]+ .+$'
-                     AND l !~ '^idemgate_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$'$$,
+                   WHERE l <> '' AND l !~ '^# (HELP|TYPE) idemgate_[a-z0-9_]+ .+$'
+                     AND l !~ '^idemgate_[a-z0-9_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$'$$,
                 'every prometheus line is a comment or a sample');
 SELECT is(right(idemgate.prometheus(), 1), E'\n', 'prometheus ends with a newline');
 
