@@ -13,13 +13,14 @@
  * through, whatever the scheme. DestinationRefused is called from inside
  * libcurl, so it must not allocate with palloc nor raise.
  *
- * Refused: unspecified, loopback, private (10/8, 172.16/12, 192.168/16),
- * CGNAT (100.64/10), link-local (169.254/16, fe80::/10), multicast
- * (224/4, ff00::/8), broadcast and the rest of 240/4, "this network"
- * (0/8), unique-local (fc00::/7), and IPv6 forms that carry an IPv4
- * address (IPv4-mapped ::ffff:0:0/96, IPv4-compatible ::/96, NAT64
- * 64:ff9b::/96, 6to4 2002::/16) when the IPv4 address they carry is
- * refused.
+ * What is refused: every block the IANA IPv4 and IPv6 Special-Purpose
+ * Address Registries mark not globally reachable (RFC 6890 and its
+ * updates), plus multicast, the rest of 240/4 and the deprecated IPv6
+ * forms that hide an IPv4 address; the table below is the registries',
+ * with their names, and the most specific entry wins, so a globally
+ * reachable anycast address inside a refused block (192.0.0.9, 2001:1::1)
+ * stays allowed. Translation prefixes that carry an IPv4 address
+ * (64:ff9b::/96, 6to4 2002::/16) are judged by the IPv4 address inside.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,75 +33,104 @@
 
 #include "destinations.h"
 
-/* An IPv4 range: address and prefix length, host byte order. */
-typedef struct V4Range
+/*
+ * One block of a registry: the prefix (up to 16 bytes, network order) and
+ * its length in bits, the registry's name, whether it is globally
+ * reachable, and where an embedded IPv4 address starts (-1: none).
+ */
+typedef struct AddressBlock
 {
-	uint32		net;
+	unsigned char prefix[16];
 	int			bits;
-	const char *what;
-} V4Range;
+	const char *name;
+	bool		global;
+	int			embedded_v4;
+} AddressBlock;
 
-static const V4Range refused_v4[] = {
-	{0x00000000, 8, "this network"},
-	{0x0A000000, 8, "private"},
-	{0x64400000, 10, "carrier-grade NAT"},
-	{0x7F000000, 8, "loopback"},
-	{0xA9FE0000, 16, "link-local"},
-	{0xAC100000, 12, "private"},
-	{0xC0A80000, 16, "private"},
-	{0xE0000000, 4, "multicast"},
-	{0xF0000000, 4, "reserved or broadcast"},
+/* IANA IPv4 Special-Purpose Address Registry, and the rest of class D/E. */
+static const AddressBlock v4_blocks[] = {
+	{{0, 0, 0, 0}, 8, "\"this network\"", false, -1},
+	{{10, 0, 0, 0}, 8, "private-use", false, -1},
+	{{100, 64, 0, 0}, 10, "shared address space (carrier-grade NAT)", false, -1},
+	{{127, 0, 0, 0}, 8, "loopback", false, -1},
+	{{169, 254, 0, 0}, 16, "link-local", false, -1},
+	{{172, 16, 0, 0}, 12, "private-use", false, -1},
+	{{192, 0, 0, 0}, 24, "IETF protocol assignments", false, -1},
+	{{192, 0, 0, 9}, 32, "port control protocol anycast", true, -1},
+	{{192, 0, 0, 10}, 32, "TURN anycast", true, -1},
+	{{192, 0, 2, 0}, 24, "documentation (TEST-NET-1)", false, -1},
+	{{192, 88, 99, 0}, 24, "deprecated 6to4 relay anycast", false, -1},
+	{{192, 168, 0, 0}, 16, "private-use", false, -1},
+	{{198, 18, 0, 0}, 15, "benchmarking", false, -1},
+	{{198, 51, 100, 0}, 24, "documentation (TEST-NET-2)", false, -1},
+	{{203, 0, 113, 0}, 24, "documentation (TEST-NET-3)", false, -1},
+	{{224, 0, 0, 0}, 4, "multicast", false, -1},
+	{{240, 0, 0, 0}, 4, "reserved", false, -1},
+	{{255, 255, 255, 255}, 32, "limited broadcast", false, -1},
 };
 
-/* V4Refused returns why the IPv4 address (host order) is refused, or NULL. */
-static const char *
-V4Refused(uint32 a)
-{
-	for (int i = 0; i < lengthof(refused_v4); i++)
-	{
-		uint32		mask = refused_v4[i].bits == 0 ? 0 : ~(uint32) 0 << (32 - refused_v4[i].bits);
+/* IANA IPv6 Special-Purpose Address Registry, and deprecated forms. */
+static const AddressBlock v6_blocks[] = {
+	{{0}, 128, "unspecified", false, -1},
+	{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, "loopback", false, -1},
+	{{0}, 96, "IPv4-compatible (deprecated)", false, -1},
+	{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, "IPv4-mapped", false, -1},
+	{{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, "IPv4-translated", false, -1},
+	{{0, 0x64, 0xff, 0x9b}, 96, "IPv4-IPv6 translation", true, 12},
+	{{0, 0x64, 0xff, 0x9b, 0, 1}, 48, "IPv4-IPv6 translation (local use)", false, -1},
+	{{0x01, 0x00}, 64, "discard-only", false, -1},
+	{{0x01, 0x00, 0, 0, 0, 1}, 64, "dummy IPv6 prefix", false, -1},
+	{{0x20, 0x01}, 23, "IETF protocol assignments", false, -1},
+	{{0x20, 0x01, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, "port control protocol anycast", true, -1},
+	{{0x20, 0x01, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, 128, "TURN anycast", true, -1},
+	{{0x20, 0x01, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3}, 128, "DNS-SD service registration protocol anycast", true, -1},
+	{{0x20, 0x01, 0, 0x03}, 32, "AMT", true, -1},
+	{{0x20, 0x01, 0, 0x04, 0x01, 0x12}, 48, "AS112-v6", true, -1},
+	{{0x20, 0x01, 0, 0x20}, 28, "ORCHIDv2", true, -1},
+	{{0x20, 0x01, 0, 0x30}, 28, "drone remote ID entity tags", true, -1},
+	{{0x20, 0x01, 0x0d, 0xb8}, 32, "documentation", false, -1},
+	{{0x20, 0x02}, 16, "6to4", true, 2},
+	{{0x3f, 0xff}, 20, "documentation", false, -1},
+	{{0x5f, 0x00}, 16, "segment routing (SRv6) SIDs", false, -1},
+	{{0xfc, 0x00}, 7, "unique-local", false, -1},
+	{{0xfe, 0x80}, 10, "link-local", false, -1},
+	{{0xfe, 0xc0}, 10, "site-local (deprecated)", false, -1},
+	{{0xff, 0x00}, 8, "multicast", false, -1},
+};
 
-		if ((a & mask) == refused_v4[i].net)
-			return refused_v4[i].what;
-	}
-	return NULL;
+/* PrefixMatches tells whether addr starts with the block's prefix. */
+static bool
+PrefixMatches(const unsigned char *addr, const AddressBlock *block)
+{
+	int			full = block->bits / 8;
+	int			rest = block->bits % 8;
+
+	if (memcmp(addr, block->prefix, full) != 0)
+		return false;
+	if (rest == 0)
+		return true;
+	return ((addr[full] ^ block->prefix[full]) & (0xff << (8 - rest)) & 0xff) == 0;
 }
 
-/* V4At reads four bytes as an IPv4 address in host order. */
-static uint32
-V4At(const unsigned char *b)
-{
-	return ((uint32) b[0] << 24) | ((uint32) b[1] << 16) | ((uint32) b[2] << 8) | b[3];
-}
-
-/* V6Refused returns why the IPv6 address is refused, or NULL. */
+/*
+ * AddressRefused returns why addr (4 or 16 bytes) is refused, or NULL:
+ * the most specific block of the table that holds it decides.
+ */
 static const char *
-V6Refused(const unsigned char *b)
+AddressRefused(const unsigned char *addr, bool v6)
 {
-	static const unsigned char zeros[16] = {0};
-	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
-	const char *why;
+	const AddressBlock *blocks = v6 ? v6_blocks : v4_blocks;
+	int			n = v6 ? lengthof(v6_blocks) : lengthof(v4_blocks);
+	const AddressBlock *best = NULL;
 
-	if (memcmp(b, zeros, 15) == 0 && (b[15] == 0 || b[15] == 1))
-		return b[15] == 0 ? "unspecified" : "loopback";
-	if (b[0] == 0xff)
-		return "multicast";
-	if ((b[0] & 0xfe) == 0xfc)
-		return "unique-local";
-	if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
-		return "link-local";
-	if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0)
-		return "site-local";
-	if (memcmp(b, mapped, 12) == 0 || memcmp(b, zeros, 12) == 0 || memcmp(b, nat64, 12) == 0)
-	{
-		/* IPv4-mapped, IPv4-compatible or NAT64: judge the IPv4 inside. */
-		why = V4Refused(V4At(b + 12));
-		return why ? why : NULL;
-	}
-	if (b[0] == 0x20 && b[1] == 0x02)
-		return V4Refused(V4At(b + 2));	/* 6to4 */
-	return NULL;
+	for (int i = 0; i < n; i++)
+		if (PrefixMatches(addr, &blocks[i]) && (best == NULL || blocks[i].bits > best->bits))
+			best = &blocks[i];
+	if (best == NULL)
+		return NULL;
+	if (best->embedded_v4 >= 0)
+		return AddressRefused(addr + best->embedded_v4, false);
+	return best->global ? NULL : best->name;
 }
 
 /* DestinationRefused classifies a socket address; see destinations.h. */
@@ -116,14 +146,14 @@ DestinationRefused(const struct sockaddr *sa, char *buf, size_t buflen)
 	{
 		const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
 
-		why = V4Refused(ntohl(in->sin_addr.s_addr));
+		why = AddressRefused((const unsigned char *) &in->sin_addr.s_addr, false);
 		inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
 	}
 	else if (sa->sa_family == AF_INET6)
 	{
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
 
-		why = V6Refused(in6->sin6_addr.s6_addr);
+		why = AddressRefused(in6->sin6_addr.s6_addr, true);
 		inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
 	}
 	else

@@ -31,7 +31,7 @@ SELECT throws_ok(format('SELECT pg_temp.accepted(%L)', u), 'P0001', 'accepted', 
 -- Refused URLs: 22023 with the reason.
 SELECT throws_ok(format('SELECT idemgate.register_endpoint(%L, %L)', 'endpoints_url_probe', u), '22023',
                  'argument "url" is not allowed: ' || why, 'refused: ' || pg_temp.shown(u)) FROM (VALUES
-  ('https://10.0.0.5:8443/internal', 'destination address 10.0.0.5 is private; only hosts listed in idemgate.allowed_http_hosts may be non-public'),
+  ('https://10.0.0.5:8443/internal', 'destination address 10.0.0.5 is private-use; only hosts listed in idemgate.allowed_http_hosts may be non-public'),
   ('http://example.com/hook', 'plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to example.com'),
   ('http://127.0.0.2/x', 'plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to 127.0.0.2'),
   ('http://localhost.evil.com/x', 'plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to localhost.evil.com'),

@@ -51,15 +51,48 @@ SELECT u, pg_temp.url(u) FROM unnest(ARRAY[
   'http://10.0.0.1/'
 ]) u;
 
+-- Everything else the IANA IPv4 and IPv6 Special-Purpose Address
+-- Registries mark not globally reachable (documentation, benchmarking,
+-- IETF protocol assignments, translation for local use, discard, ...),
+-- and the IPv4-mapped and IPv4-translated forms whatever they carry.
+SELECT u, pg_temp.url(u) FROM unnest(ARRAY[
+  'https://192.0.2.2/',
+  'https://[::ffff:192.0.2.2]/',
+  'https://198.18.0.1/',
+  'https://198.19.255.255/',
+  'https://192.0.0.192/',
+  'https://192.0.0.8/',
+  'https://198.51.100.7/',
+  'https://203.0.113.9/',
+  'https://192.88.99.1/',
+  'https://240.0.0.1/',
+  'https://[2001:db8::1]/',
+  'https://[3fff::1]/',
+  'https://[64:ff9b:1::1]/',
+  'https://[::ffff:0:7f00:1]/',
+  'https://[::ffff:8.8.8.8]/',
+  'https://[100::1]/',
+  'https://[2001:2::1]/',
+  'https://[2001::1]/',
+  'https://[2001:10::1]/',
+  'https://[5f00::1]/',
+  'https://[fec0::1]/',
+  'https://[2002:7f00:1::1]/',
+  'https://[64:ff9b::c000:202]/'
+]) u;
+
 -- Public addresses and names are accepted (names are checked at connect
 -- time); so are the edges just outside the refused ranges.
 SELECT u, pg_temp.url(u) FROM unnest(ARRAY[
-  'https://192.0.2.10/',
+  'https://93.184.215.14/',
   'https://172.32.0.1/',
   'https://100.128.0.1/',
   'https://11.0.0.1/',
-  'https://[2001:db8::1]/',
-  'https://[::ffff:192.0.2.10]/',
+  'https://[2606:4700::1111]/',
+  'https://192.0.0.9/',
+  'https://[2001:1::1]/',
+  'https://[64:ff9b::808:808]/',
+  'https://[2002:808:808::1]/',
   'https://internal.example/'
 ]) u;
 
