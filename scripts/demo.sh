@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/demo.sh — build, install and show idemgate on a throwaway cluster.
 #
-# As root on Debian 12: installs the build dependencies, builds and installs
+# As root on Debian 12: installs the build dependencies
+# (scripts/install-deps.sh --build), builds and installs
 # the extension, starts a temporary PostgreSQL with the library preloaded
 # (the embedded dispatcher on), runs examples/demo.sql — a webhook delivered
 # twice, a changed payload, an expired lease, an approval — prints what
@@ -9,7 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --build
 make -s && make -s install >/dev/null
 
 bindir=$(pg_config --bindir)

@@ -3,8 +3,24 @@
 # on Debian 12, as root. The dev package is pinned to the installed server:
 # an unpinned postgresql-server-dev-15 would upgrade the server under a
 # running cluster.
+#
+# Node.js >= 20.19 for the n8n suite (test/n8n: n8n 1.123 needs it): Debian
+# 12's nodejs is 18, so when `node` is missing or older, this installs
+# Debian's nodejs and npm, then the official Node.js build from the npm
+# registry (package node-linux-<arch>, version NODE_VERSION) into /usr/local,
+# whose bin/ comes before /usr/bin in PATH. Debian's node stays in /usr/bin.
+#
+# With --build (scripts/demo.sh), only what building and the demo need:
+# PostgreSQL 15 and its pinned dev package, build-essential, libssl-dev,
+# libcurl4-openssl-dev, python3; no test tools, no Node.js.
 set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
+build_only=false
+case ${1:-} in
+  --build) build_only=true ;;
+  "") ;;
+  *) echo "usage: $0 [--build]" >&2; exit 2 ;;
+esac
 export DEBIAN_FRONTEND=noninteractive
 need=()
 if ! dpkg-query -W -f='${Status}' postgresql-15 2>/dev/null | grep -q 'ok installed'; then
@@ -15,16 +31,42 @@ dev=$(dpkg-query -W -f='${Version}' postgresql-server-dev-15 2>/dev/null || true
 [ "$dev" = "$server" ] || need+=("postgresql-server-dev-15=$server")
 # pg_buildext (test/package) comes with postgresql-server-dev-all, pinned to
 # the installed postgresql-common: unpinned it would upgrade that too.
-common=$(dpkg-query -W -f='${Version}' postgresql-common)
-devall=$(dpkg-query -W -f='${Version}' postgresql-server-dev-all 2>/dev/null || true)
-[ "$devall" = "$common" ] || need+=("postgresql-server-dev-all=$common")
-for p in build-essential libssl-dev libcurl4-openssl-dev libipc-run-perl postgresql-15-pgtap curl python3 \
-         prometheus prometheus-postgres-exporter \
-         chromium debhelper dpkg-dev fakeroot; do
+if ! $build_only; then
+  common=$(dpkg-query -W -f='${Version}' postgresql-common)
+  devall=$(dpkg-query -W -f='${Version}' postgresql-server-dev-all 2>/dev/null || true)
+  [ "$devall" = "$common" ] || need+=("postgresql-server-dev-all=$common")
+fi
+pkgs=(build-essential libssl-dev libcurl4-openssl-dev python3)
+$build_only || pkgs+=(libipc-run-perl postgresql-15-pgtap curl \
+                      prometheus prometheus-postgres-exporter \
+                      chromium debhelper dpkg-dev fakeroot)
+for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+$build_only && exit 0
+
+NODE_VERSION=${NODE_VERSION:-20.20.2}
+node_ok() {	# node on PATH and >= 20.19
+  command -v node >/dev/null &&
+    node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)'
+}
+if ! node_ok; then
+  case $(dpkg --print-architecture) in
+    amd64) arch=x64 ;; arm64) arch=arm64 ;;
+    *) echo "no Node.js build on the npm registry for $(dpkg --print-architecture)" >&2; exit 1 ;;
+  esac
+  if ! command -v npm >/dev/null; then
+    echo "installing: nodejs npm (Debian's, to fetch Node.js $NODE_VERSION from the npm registry)"
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  echo "installing: node-linux-$arch@$NODE_VERSION from the npm registry into /usr/local"
+  npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error "node-linux-$arch@$NODE_VERSION" >/dev/null
+  hash -r
+  node_ok || { echo "Node.js >= 20.19 is still not first in PATH ($(command -v node): $(node --version 2>&1)); /usr/local/bin must come before /usr/bin" >&2; exit 1; }
 fi
