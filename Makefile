@@ -18,7 +18,9 @@ DATA_built = $(EXTENSION)--$(notdir $(UPDATE_DIR)).sql
 DATA = $(filter-out $(DATA_built),$(wildcard $(EXTENSION)--*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src -DIDEMGATE_VERSION=\"$(EXTVERSION)\" -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Wno-cast-function-type
-SHLIB_LINK = -lcrypto -lcurl
+# OpenSSL (randomness, SHA-256), libcurl (HTTP), ICU (identities: NFKC case
+# folding and the UTS #39 confusable skeleton; PostgreSQL links it too).
+SHLIB_LINK = -lcrypto -lcurl -licui18n -licuuc
 
 # Tests: pg_regress files in test/sql, isolation specs in test/specs, TAP in
 # test/t. A temp instance preloads the library (test/idemgate.conf).

@@ -6,17 +6,20 @@
  *	  "é" must not pass for someone other than "alice" / a precomposed
  *	  "é".
  *
- * Design note. An identity is compared in this form:
- *	 1. format characters (general category Cf: zero-width space U+200B,
- *	    BOM U+FEFF, soft hyphen U+00AD, word joiner U+2060, bidi controls,
- *	    tags ...) removed — they are invisible, so two identities that
- *	    differ only by them look the same to a person;
- *	 2. Unicode NFC (PostgreSQL's unicode_normalize), so composed and
- *	    decomposed accents are equal;
- *	 3. lower-cased code point by code point with the C.UTF-8 locale's
- *	    towlower (simple case mapping of the whole of Unicode, independent
- *	    of the database's collation), then NFC again;
- *	 4. White_Space trimmed at both ends.
+ * Design note. Two identities are the same person when their comparison
+ * forms are equal. The form is built with ICU (which PostgreSQL itself
+ * links), not hand-written tables:
+ *	 1. NFKC case folding (NFKC_Casefold): compatibility forms such as
+ *	    fullwidth "Ａlice" become "alice", case is folded for the whole of
+ *	    Unicode, and default-ignorable code points (zero-width space, soft
+ *	    hyphen, BOM, bidi controls, tags ...) are removed — they are
+ *	    invisible, so two identities that differ only by them look the
+ *	    same to a person;
+ *	 2. White_Space trimmed at both ends;
+ *	 3. the confusable skeleton of Unicode UTS #39 (ICU's spoof checker,
+ *	    uspoof_getSkeleton): Cyrillic "аlice" and Latin "alice", or "paypa1"
+ *	    and "paypal", have the same skeleton. This errs on the side of
+ *	    "same person", which is the safe side for separation of duties.
  * The text is read as UTF-8 (converted from the database encoding; a
  * SQL_ASCII database's bytes are taken as UTF-8 when they are valid). Bytes
  * that are not valid UTF-8 are compared ASCII-lower-cased and trimmed.
@@ -27,73 +30,68 @@
  */
 #include "postgres.h"
 
-#include <locale.h>
-#include <wctype.h>
+#include <unicode/uchar.h>
+#include <unicode/unorm2.h>
+#include <unicode/uspoof.h>
+#include <unicode/ustring.h>
 
-#include "common/unicode_norm.h"
 #include "mb/pg_wchar.h"
 
 #include "identity.h"
 
-/* Format characters (Unicode 15.1 general category Cf), sorted ranges. */
-static const struct
+/* IcuCheck raises when an ICU call failed. */
+static void
+IcuCheck(UErrorCode status, const char *what)
 {
-	pg_wchar	first;
-	pg_wchar	last;
-}			format_chars[] = {
-	{0x00AD, 0x00AD}, {0x0600, 0x0605}, {0x061C, 0x061C}, {0x06DD, 0x06DD},
-	{0x070F, 0x070F}, {0x0890, 0x0891}, {0x08E2, 0x08E2}, {0x180E, 0x180E},
-	{0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064}, {0x2066, 0x206F},
-	{0xFEFF, 0xFEFF}, {0xFFF9, 0xFFFB}, {0x110BD, 0x110BD}, {0x110CD, 0x110CD},
-	{0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
-	{0xE0020, 0xE007F},
-};
-
-/* IsFormatChar tells whether c is in category Cf (binary search). */
-static bool
-IsFormatChar(pg_wchar c)
-{
-	int			lo = 0;
-	int			hi = lengthof(format_chars) - 1;
-
-	while (lo <= hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (c < format_chars[mid].first)
-			hi = mid - 1;
-		else if (c > format_chars[mid].last)
-			lo = mid + 1;
-		else
-			return true;
-	}
-	return false;
+	if (U_FAILURE(status))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not compare identities: ICU %s failed: %s", what, u_errorName(status))));
 }
 
-/* IsWhiteSpace tells whether c has the Unicode White_Space property. */
-static bool
-IsWhiteSpace(pg_wchar c)
+/*
+ * IcuTransform runs one ICU string function into a palloc'd buffer, growing
+ * it once when ICU says it was too small. fn(src, srclen, dest, cap,
+ * &status) returns the needed length.
+ */
+typedef int32_t (*IcuStringFn) (const void *ctx, const UChar *src, int32_t srclen,
+								UChar *dest, int32_t cap, UErrorCode *status);
+
+static UChar *
+IcuTransform(IcuStringFn fn, const void *ctx, const UChar *src, int32_t srclen,
+			 int32_t *outlen, const char *what)
 {
-	return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 ||
-		c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
-		c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+	int32_t		cap = srclen * 3 + 16;
+	UChar	   *dest = palloc(sizeof(UChar) * cap);
+	UErrorCode	status = U_ZERO_ERROR;
+	int32_t		len = fn(ctx, src, srclen, dest, cap, &status);
+
+	if (status == U_BUFFER_OVERFLOW_ERROR)
+	{
+		cap = len + 1;
+		dest = repalloc(dest, sizeof(UChar) * cap);
+		status = U_ZERO_ERROR;
+		len = fn(ctx, src, srclen, dest, cap, &status);
+	}
+	IcuCheck(status, what);
+	*outlen = len;
+	return dest;
 }
 
-/* ToLower maps c to lower case with the C.UTF-8 locale (ASCII without it). */
-static pg_wchar
-ToLower(pg_wchar c)
+/* CaseFold: NFKC_Casefold of src. */
+static int32_t
+CaseFold(const void *ctx, const UChar *src, int32_t srclen, UChar *dest, int32_t cap,
+		 UErrorCode *status)
 {
-	static locale_t utf8_locale = (locale_t) 0;
-	static bool tried = false;
+	return unorm2_normalize((const UNormalizer2 *) ctx, src, srclen, dest, cap, status);
+}
 
-	if (!tried)
-	{
-		tried = true;
-		utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t) 0);
-	}
-	if (utf8_locale != (locale_t) 0 && sizeof(wchar_t) >= 4)
-		return (pg_wchar) towlower_l((wint_t) c, utf8_locale);
-	return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
+/* Skeleton: the UTS #39 confusable skeleton of src. */
+static int32_t
+Skeleton(const void *ctx, const UChar *src, int32_t srclen, UChar *dest, int32_t cap,
+		 UErrorCode *status)
+{
+	return uspoof_getSkeleton((const USpoofChecker *) ctx, 0, src, srclen, dest, cap, status);
 }
 
 /* AsciiFallback lower-cases and trims bytes that are not valid UTF-8. */
@@ -133,63 +131,70 @@ ValidUtf8(const unsigned char *s, int len)
 char *
 NormalizeIdentity(const char *s, int len)
 {
-	const unsigned char *utf8;
+	static const UNormalizer2 *nfkc_cf = NULL;
+	static USpoofChecker *spoof = NULL;
+	const char *utf8;
 	int			utf8_len;
-	pg_wchar   *cps;
-	pg_wchar   *nfc;
-	int			n = 0;
-	int			start;
-	int			end;
+	UErrorCode	status = U_ZERO_ERROR;
+	int32_t		n;
+	UChar	   *u16;
+	UChar	   *folded;
+	UChar	   *skeleton;
+	int32_t		start = 0;
+	int32_t		end;
 	char	   *out;
-	char	   *p;
 
 	if (GetDatabaseEncoding() == PG_UTF8 || GetDatabaseEncoding() == PG_SQL_ASCII)
-		utf8 = (const unsigned char *) s;
+		utf8 = s;
 	else
-		utf8 = (const unsigned char *) pg_server_to_any(s, len, PG_UTF8);
-	utf8_len = (utf8 == (const unsigned char *) s) ? len : strlen((const char *) utf8);
-	if (!ValidUtf8(utf8, utf8_len))
+		utf8 = pg_server_to_any(s, len, PG_UTF8);
+	utf8_len = (utf8 == s) ? len : strlen(utf8);
+	if (!ValidUtf8((const unsigned char *) utf8, utf8_len))
 		return AsciiFallback(s, len);
 
-	/* Decode, dropping format characters. */
-	cps = palloc(sizeof(pg_wchar) * (utf8_len + 1));
-	for (int i = 0; i < utf8_len;)
+	if (nfkc_cf == NULL)
 	{
-		int			l = pg_utf_mblen(utf8 + i);
-		pg_wchar	c = utf8_to_unicode(utf8 + i);
-
-		i += l;
-		if (!IsFormatChar(c))
-			cps[n++] = c;
+		nfkc_cf = unorm2_getNFKCCasefoldInstance(&status);
+		IcuCheck(status, "unorm2_getNFKCCasefoldInstance");
 	}
-	cps[n] = 0;
-
-	nfc = unicode_normalize(UNICODE_NFC, cps);
-	if (nfc == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	for (n = 0; nfc[n] != 0; n++)
-		nfc[n] = ToLower(nfc[n]);
-	nfc = unicode_normalize(UNICODE_NFC, nfc);
-	if (nfc == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	for (n = 0; nfc[n] != 0; n++)
-		;
-
-	start = 0;
-	end = n;
-	while (start < end && IsWhiteSpace(nfc[start]))
-		start++;
-	while (end > start && IsWhiteSpace(nfc[end - 1]))
-		end--;
-
-	out = palloc(4 * (end - start) + 1);
-	p = out;
-	for (int i = start; i < end; i++)
+	if (spoof == NULL)
 	{
-		unicode_to_utf8(nfc[i], (unsigned char *) p);
-		p += pg_utf_mblen((unsigned char *) p);
+		spoof = uspoof_open(&status);
+		IcuCheck(status, "uspoof_open");
 	}
-	*p = '\0';
+
+	u16 = palloc(sizeof(UChar) * (utf8_len + 1));
+	u_strFromUTF8(u16, utf8_len + 1, &n, utf8, utf8_len, &status);
+	IcuCheck(status, "u_strFromUTF8");
+
+	folded = IcuTransform(CaseFold, nfkc_cf, u16, n, &end, "unorm2_normalize");
+	while (start < end)
+	{
+		UChar32		c;
+		int32_t		next = start;
+
+		U16_NEXT(folded, next, end, c);
+		if (!u_isUWhiteSpace(c))
+			break;
+		start = next;
+	}
+	while (end > start)
+	{
+		UChar32		c;
+		int32_t		prev = end;
+
+		U16_PREV(folded, start, prev, c);
+		if (!u_isUWhiteSpace(c))
+			break;
+		end = prev;
+	}
+	skeleton = IcuTransform(Skeleton, spoof, folded + start, end - start, &n,
+							"uspoof_getSkeleton");
+
+	out = palloc(4 * n + 1);
+	status = U_ZERO_ERROR;
+	u_strToUTF8(out, 4 * n + 1, NULL, skeleton, n, &status);
+	IcuCheck(status, "u_strToUTF8");
 	return out;
 }
 

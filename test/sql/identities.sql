@@ -1,7 +1,9 @@
--- Separation of duties and audiences compare identities normalised (SPEC
--- §15): Unicode NFC, lower-cased, trimmed, format characters (Cf: U+200B
--- zero-width space, U+FEFF, U+00AD soft hyphen, U+2060 word joiner ...)
--- removed. Before 1.1 the bytes were compared: with requested_by 'alice',
+-- Separation of duties and audiences compare identities normalised
+-- (README.md, "Security"; src/identity.c): NFKC case-folded (which also
+-- removes U+200B zero-width space, U+FEFF, U+00AD soft hyphen, U+2060 word
+-- joiner ...), trimmed, then the UTS #39 confusable skeleton (ICU's spoof
+-- checker), so fullwidth and Cyrillic look-alikes are the same person.
+-- Before 1.1 the bytes were compared: with requested_by 'alice',
 -- approvers 'Alice', 'alice ' and 'alice<U+200B>' were accepted.
 -- Identities are built from UTF-8 bytes (pg_temp.u) so the file works in
 -- any server encoding that can hold them. pgTAP.
@@ -70,6 +72,21 @@ SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t4', 'approve', pg_te
 SELECT throws_ok($$SELECT pg_temp.ask('id-5', ARRAY['ALICE ', pg_temp.u('616c696365e2808b')], 'alice')$$,
                  '22023', 'argument "audience" names only the requester "alice"', 'an audience of only the requester');
 SELECT is((SELECT count(*) FROM idemgate.approvals WHERE idempotency_key = 'id-5'), 0::bigint, 'no approval written');
+
+-- Look-alikes are the same person (1.2): fullwidth U+FF21 "Ａlice",
+-- Cyrillic U+0430 "аlice", Cyrillic U+0410 capital "Аlice", Greek
+-- U+03BF "bοb" for bob, and the digit one for l ("a1ice"); "alicia" is
+-- someone else.
+SELECT pg_temp.ask('id-6', NULL, 'alice') AS t6 \gset
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t6', 'approve', a)), 'invalid', who || ' may not decide')
+FROM (VALUES ('fullwidth Ａlice', pg_temp.u('efbca16c696365')),
+             ('Cyrillic а + lice', pg_temp.u('d0b06c696365')),
+             ('Cyrillic А + lice', pg_temp.u('d0906c696365')),
+             ('a1ice (digit one)', 'a1ice')) t(who, a);
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t6', 'approve', 'alicia')), 'approved', 'alicia is someone else');
+SELECT pg_temp.ask('id-7', ARRAY['bob'], 'alice') AS t7 \gset
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t7', 'approve', pg_temp.u('62cebf62'))), 'approved',
+          'b + Greek omicron + b is bob, in the audience');
 
 -- The approval keeps the identities as given: only comparisons normalise.
 SELECT results_eq($$SELECT requested_by, audience FROM idemgate.approvals WHERE idempotency_key = 'id-3'$$,
