@@ -12,7 +12,7 @@
 #
 # With --build (scripts/demo.sh), only what building and the demo need:
 # PostgreSQL 15 and its pinned dev package, build-essential, libssl-dev,
-# libcurl4-openssl-dev, python3; no test tools, no Node.js.
+# libcurl4-openssl-dev, libicu-dev, python3; no test tools, no Node.js.
 set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "run as root" >&2; exit 1; }
 build_only=false
@@ -36,7 +36,7 @@ if ! $build_only; then
   devall=$(dpkg-query -W -f='${Version}' postgresql-server-dev-all 2>/dev/null || true)
   [ "$devall" = "$common" ] || need+=("postgresql-server-dev-all=$common")
 fi
-pkgs=(build-essential libssl-dev libcurl4-openssl-dev python3)
+pkgs=(build-essential libssl-dev libcurl4-openssl-dev libicu-dev python3)
 $build_only || pkgs+=(libipc-run-perl postgresql-15-pgtap curl \
                       prometheus prometheus-postgres-exporter \
                       chromium debhelper dpkg-dev fakeroot)
