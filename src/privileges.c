@@ -12,6 +12,18 @@
  * bundle_members_canonical stores it as regprocedure output, computed with
  * the pinned search_path (schema-qualified), and rejects unknown functions.
  *
+ * Tokens out of the server log. Approval tokens travel in the calls of the
+ * approver bundle (peek_approval, consume_approval) and come back from the
+ * client's request_approval; a tool that pastes parameters into the
+ * statement text (n8n's Postgres node does) would otherwise put a token in
+ * the log with any failing call (STATEMENT: ...), in an error's CONTEXT
+ * (JSON data, line 1: ...), or with log_statement / slow-statement
+ * logging. So grant_role sets, for a role it gives client or approver,
+ * the role settings in token_quiet_settings below (ALTER ROLE ... SET;
+ * they apply from the role's next login), and revoke_role resets them
+ * when the role holds neither any more. The primary error message still
+ * reaches the log: idemgate never puts a token in one.
+ *
  * Concurrency. Two GRANTs or REVOKEs on one object update the same catalog
  * row: run at once they fail with "tuple concurrently updated" (XX000) or
  * deadlock on each other's rows. Both functions therefore first take
@@ -63,6 +75,12 @@ static SavedStatement forget_grant_stmt = {
 
 static SavedStatement remaining_bundles_stmt = {
 	"SELECT pg_catalog.array_agg(bundle) FROM idemgate.granted_bundles WHERE role = $1",
+	1, {REGROLEOID}
+};
+
+static SavedStatement holds_token_bundle_stmt = {
+	"SELECT EXISTS (SELECT 1 FROM idemgate.granted_bundles WHERE role = $1"
+	"               AND bundle = ANY ('{client,approver}'))",
 	1, {REGROLEOID}
 };
 
@@ -118,6 +136,54 @@ ApplyBundles(Datum bundles, const char *role, bool grant)
 							 "REVOKE USAGE ON SCHEMA idemgate FROM %s", role),
 					false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not change schema usage");
+}
+
+/* Role settings that keep statement text and parameters out of the log. */
+static const char *const token_quiet_settings[][2] = {
+	{"log_min_error_statement", "panic"},
+	{"log_error_verbosity", "terse"},
+	{"log_statement", "none"},
+	{"log_min_duration_statement", "-1"},
+	{"log_parameter_max_length", "0"},
+	{"log_parameter_max_length_on_error", "0"},
+};
+
+/*
+ * SetTokenQuietSettings sets (quiet) or resets the settings above for
+ * role (quoted). Only bundle names and fixed values reach the SQL.
+ */
+static void
+SetTokenQuietSettings(const char *role, bool quiet)
+{
+	for (int i = 0; i < lengthof(token_quiet_settings); i++)
+	{
+		char	   *sql = quiet ?
+			psprintf("ALTER ROLE %s SET %s = '%s'", role, token_quiet_settings[i][0],
+					 token_quiet_settings[i][1]) :
+			psprintf("ALTER ROLE %s RESET %s", role, token_quiet_settings[i][0]);
+
+		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not run \"%s\"", sql);
+	}
+}
+
+/* HandlesTokens tells whether a bundle's calls carry approval tokens. */
+static bool
+HandlesTokens(const char *bundle)
+{
+	return strcmp(bundle, "client") == 0 || strcmp(bundle, "approver") == 0;
+}
+
+/* HoldsTokenBundle tells whether role still holds client or approver. */
+static bool
+HoldsTokenBundle(Oid roleid)
+{
+	Datum		value = ObjectIdGetDatum(roleid);
+	bool		isnull;
+
+	if (ExecSaved(&holds_token_bundle_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read remaining bundles");
+	return DatumGetBool(GetResultDatum(0, 1, &isnull));
 }
 
 /* SingleBundle builds the one-element text array {bundle}. */
@@ -181,6 +247,8 @@ idemgate_grant_role(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	SerialiseGrants();
 	ApplyBundles(SingleBundle(bundle), role, true);
+	if (HandlesTokens(bundle))
+		SetTokenQuietSettings(role, true);
 	values[0] = ObjectIdGetDatum(roleid);
 	values[1] = CStringGetTextDatum(bundle);
 	values[2] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
@@ -222,6 +290,8 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 	remaining = GetResultDatum(0, 1, &isnull);
 	if (!isnull)
 		ApplyBundles(remaining, role, true);
+	if (HandlesTokens(bundle) && !HoldsTokenBundle(roleid))
+		SetTokenQuietSettings(role, false);
 	RecordRoleEvent("role_revoked", GetUserNameFromId(roleid, false), bundle);
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -1,0 +1,127 @@
+# test/t/130_token_not_logged.pl
+#    An approval token never reaches the server log through a failing call
+#    (README.md, "Approval tokens"). Tools such as n8n's Postgres node
+#    paste parameters into the statement text, so every failing
+#    peek_approval / consume_approval would log the token with
+#    "STATEMENT: ..." or in a JSON error's CONTEXT. grant_role gives client
+#    and approver roles settings that keep statement text and parameters
+#    out of the log; this test logs everything it can cluster-wide
+#    (log_statement = all, log_min_duration_statement = 0, verbose errors)
+#    and greps the log for the token after each failing call:
+#    - as the approver role: a too-long reason (700 Japanese characters,
+#      2,100 bytes), a NULL approver, a malformed jsonb form, an unknown
+#      field, a statement failing after the call, and a successful
+#      decision, all with the token pasted;
+#    - as the client role: request_approval's answer (the token) and a
+#      failing call carrying it;
+#    - the same failing call by a role without those settings does log
+#      its (fake) token, so the grep would catch a leak;
+#    - revoke_role takes the settings away once the role holds neither
+#      client nor approver.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('tokenlog');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+log_statement = 'all'
+log_min_duration_statement = 0
+log_error_verbosity = verbose
+log_min_error_statement = error
+log_parameter_max_length = -1
+log_parameter_max_length_on_error = -1
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION idemgate');
+$node->safe_psql('postgres', 'CREATE ROLE approver_app LOGIN; CREATE ROLE client_app LOGIN; CREATE ROLE plain_app LOGIN');
+$node->safe_psql('postgres', "SELECT idemgate.grant_role('approver_app', 'approver')");
+$node->safe_psql('postgres', "SELECT idemgate.grant_role('client_app', 'client')");
+$node->safe_psql('postgres', 'GRANT USAGE ON SCHEMA idemgate TO plain_app');
+
+is( $node->safe_psql(
+		'postgres', q{
+SELECT string_agg(s, ',' ORDER BY s) FROM pg_db_role_setting, unnest(setconfig) s
+ WHERE setrole = 'approver_app'::regrole}),
+	'log_error_verbosity=terse,log_min_duration_statement=-1,log_min_error_statement=panic,'
+	  . 'log_parameter_max_length=0,log_parameter_max_length_on_error=0,log_statement=none',
+	'grant_role(approver) sets the role\'s logging settings');
+
+# as_role runs SQL as a login role; returns stderr (errors are expected).
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres', $sql, extra_params => [ '-U', $role ]);
+	return $err;
+}
+
+# The client asks for an approval; the token comes back in its answer.
+my $token = $node->safe_psql(
+	'postgres', q{
+SET ROLE client_app;
+SELECT a.token FROM idemgate.claim('tok-1', '{}') c,
+  LATERAL idemgate.request_approval('tok-1', c.lease_owner, c.version,
+    '{"type": "mail", "target": "t", "payload": {}}') a});
+is(length($token), 43, 'a token');
+# request_approval again as the client's own login: its answer is not logged.
+my $token2 = $node->safe_psql(
+	'postgres', q{
+SELECT a.token FROM idemgate.claim('tok-2', '{}') c,
+  LATERAL idemgate.request_approval('tok-2', c.lease_owner, c.version,
+    '{"type": "mail", "target": "t", "payload": {}}') a},
+	extra_params => [ '-U', 'client_app' ]);
+is(length($token2), 43, 'a second token, asked for by the client login');
+
+my $long_reason = "\x{5BE9}" x 700;    # 700 CJK characters, 2,100 bytes in UTF-8
+utf8::encode($long_reason);
+my $offset = -s $node->logfile;
+my %failing = (
+	'a too-long reason' =>
+	  "SELECT * FROM idemgate.consume_approval('$token', 'approve', 'maria', '$long_reason')",
+	'a NULL approver' => "SELECT * FROM idemgate.consume_approval('$token', 'approve', NULL)",
+	'a malformed jsonb form' =>
+	  qq{SELECT * FROM idemgate.consume_approval('{"token": "$token", "decision": }')},
+	'an unknown field in the jsonb form' =>
+	  qq{SELECT * FROM idemgate.consume_approval('{"token": "$token", "decision": "approve", "approver": "maria", "x": 1}')},
+	'a peek that fails after the call' => qq{SELECT 1/0 FROM idemgate.peek_approval('{"token": "$token"}')},
+	'a division by zero after the call' =>
+	  "SELECT outcome, 1/0 FROM idemgate.consume_approval('$token2', 'approve', 'maria')",);
+for my $what (sort keys %failing)
+{
+	my $err = as_role('approver_app', $failing{$what});
+	like($err, qr/ERROR/, "$what fails");
+}
+my $err = as_role('client_app', "SELECT * FROM idemgate.peek_approval('$token') WHERE 1/0 = 1");
+like($err, qr/ERROR/, 'a failing call of the client carrying the token fails');
+my $ok = $node->safe_psql('postgres',
+	"SELECT outcome FROM idemgate.consume_approval('$token', 'approve', 'maria')",
+	extra_params => [ '-U', 'approver_app' ]);
+is($ok, 'approved', 'the decision itself succeeds');
+
+my $log = slurp_file($node->logfile, $offset);
+like($log, qr/ERROR/, 'the errors were logged');
+unlike($log, qr/\Q$token\E/, 'the first token is nowhere in the server log');
+unlike($log, qr/\Q$token2\E/, 'the second token is nowhere in the server log');
+
+# Without those settings the same failing call logs its token: the grep
+# above would have seen a leak.
+my $fake = 'A' x 43;
+$offset = -s $node->logfile;
+as_role('plain_app', "SELECT * FROM idemgate.consume_approval('$fake', 'approve', NULL)");
+like(slurp_file($node->logfile, $offset), qr/\Q$fake\E/, 'a role without the settings logs the statement');
+
+# revoke_role takes the settings away once the role holds neither bundle.
+$node->safe_psql('postgres', "SELECT idemgate.grant_role('approver_app', 'client')");
+$node->safe_psql('postgres', "SELECT idemgate.revoke_role('approver_app', 'approver')");
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_db_role_setting WHERE setrole = 'approver_app'::regrole}),
+	'1', 'kept while the role still holds client');
+$node->safe_psql('postgres', "SELECT idemgate.revoke_role('approver_app', 'client')");
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_db_role_setting WHERE setrole = 'approver_app'::regrole}),
+	'0', 'reset when it holds neither');
+
+$node->stop;
+done_testing();
