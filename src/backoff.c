@@ -4,6 +4,9 @@
  *	  Exponential backoff with jitter for effect retries: about 1 s, 4 s,
  *	  16 s, each plus a random fraction of up to half, so that two hundred
  *	  queued effects do not all retry in the same second after an outage.
+ *	  idemgate.max_backoff caps the backoff, not a provider's Retry-After:
+ *	  that is honoured in full up to 24 hours (or max_backoff when longer),
+ *	  so a retry never comes before the provider said (docs/outbox.md).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +17,7 @@
 #include "backoff.h"
 #include "crypto.h"
 #include "guc.h"
+#include "idemgate_limits.h"
 
 #define BACKOFF_BASE_USECS	USECS_PER_SEC
 #define BACKOFF_FACTOR		4
@@ -49,6 +53,14 @@ BackoffUsecs(int attempt, int64 retry_after_usecs)
 	else
 		delay = Min(base + JitterUsecs(base / 2), cap);
 	if (retry_after_usecs > delay)
-		delay = Min(retry_after_usecs, cap);
+		delay = retry_after_usecs;	/* the caller refused longer ones */
 	return delay;
+}
+
+/* RetryAfterLimitUsecs is the longest Retry-After honoured; see backoff.h. */
+int64
+RetryAfterLimitUsecs(void)
+{
+	return Max((int64) IDEMGATE_MAX_HONOURED_RETRY_AFTER_SECS,
+			   (int64) IdemgateMaxBackoffSecs) * USECS_PER_SEC;
 }

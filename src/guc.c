@@ -152,7 +152,7 @@ DefineIdemgateSettings(void)
 							   NULL, &IdemgateAllowedHttpHosts, "localhost,127.0.0.1,::1",
 							   PGC_SIGHUP, GUC_LIST_INPUT, CheckHostList, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_backoff",
-							"Longest wait between two attempts of an effect.",
+							"Longest backoff between two attempts of an effect; a provider's Retry-After is honoured beyond it, up to 24 hours.",
 							NULL, &IdemgateMaxBackoffSecs, SECS_PER_HOUR, 1, IDEMGATE_MAX_WAIT_SETTING_SECS,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_lease_life",

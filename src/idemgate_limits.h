@@ -51,14 +51,24 @@
 #define IDEMGATE_RATE_LIMIT_ENTRIES		128
 /* Highest rate_limit accepted (requests per second). */
 #define IDEMGATE_MAX_RATE_LIMIT			1000000.0
-/* Longest Retry-After a provider may ask for. */
+/* Longest Retry-After a provider may ask for (parsing saturates here). */
 #define IDEMGATE_MAX_RETRY_AFTER_SECS	(365 * SECS_PER_DAY)
+/*
+ * Longest Retry-After honoured (or idemgate.max_backoff when that is
+ * longer): a retry waits that long, never less; a provider that asks for
+ * more gets the effect dead-lettered instead of an early retry.
+ */
+#define IDEMGATE_MAX_HONOURED_RETRY_AFTER_SECS	(24 * SECS_PER_HOUR)
 
 /* Longest lease claim_effects hands out. */
 #define IDEMGATE_MAX_EFFECT_LEASE_SECS	SECS_PER_HOUR
 
 /* Longest expires_in of an approval. */
 #define IDEMGATE_MAX_APPROVAL_EXPIRY_USECS	((int64) 30 * USECS_PER_DAY)
+/* How long an approval request made by review_sample waits for a decision. */
+#define IDEMGATE_REVIEW_EXPIRY_USECS	((int64) USECS_PER_DAY)
+/* Longest cancel_window of an effect type's policy. */
+#define IDEMGATE_MAX_CANCEL_WINDOW_USECS	((int64) 7 * USECS_PER_DAY)
 /* Longest interval of a watched workflow. */
 #define IDEMGATE_MAX_WATCH_USECS		(INT64CONST(366) * USECS_PER_DAY)
 /* Longest retention purge accepts. */

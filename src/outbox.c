@@ -201,6 +201,22 @@ static SavedStatement insert_effect_stmt = {
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 
+/*
+ * The same for an automatic effect held for a cancel window (its type's
+ * policy, src/effect_policies.c): the window ends when it becomes due.
+ * A separate statement, so that the usual insert never names the 1.2
+ * column cancel_until (the library also serves older schemas until
+ * ALTER EXTENSION UPDATE, README.md "Upgrading").
+ */
+static SavedStatement insert_windowed_effect_stmt = {
+	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
+	"                             next_attempt_at, cancel_until)"
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()), GREATEST($6, pg_catalog.now()))"
+	" ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING"
+	" RETURNING effect_id",
+	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
+};
+
 static SavedStatement existing_effect_stmt = {
 	"SELECT effect_id FROM idemgate.outbox"
 	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
@@ -214,6 +230,15 @@ static SavedStatement lock_effect_stmt = {
 	"SELECT o.state, o.idempotency_key, o.effect_type, r.state"
 	" FROM idemgate.outbox o"
 	" LEFT JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF o",
+	1, {UUIDOID}
+};
+
+/* The same for cancel_in_window, with the effect's cancel window. */
+static SavedStatement lock_effect_window_stmt = {
+	"SELECT o.state, o.idempotency_key, o.effect_type, o.cancel_until,"
+	"       o.cancel_until OPERATOR(pg_catalog.>) pg_catalog.now()"
+	" FROM idemgate.outbox o"
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF o",
 	1, {UUIDOID}
 };
@@ -241,6 +266,14 @@ static SavedStatement resolve_completed_stmt = {
 	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
 	2, {UUIDOID, TEXTOID}
 };
+
+/* IsReservedEffectType tells whether type is idemgate's own; see outbox.h. */
+bool
+IsReservedEffectType(const char *type)
+{
+	return strncmp(type, IDEMGATE_RESERVED_TYPE_PREFIX,
+				   strlen(IDEMGATE_RESERVED_TYPE_PREFIX)) == 0;
+}
 
 /* FindErrorClass returns the entry for name, or NULL. */
 static const ErrorClass *
@@ -384,6 +417,16 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 		kind = FAIL_RETRY;		/* the provider dedupes on Idempotency-Key */
 	if (kind == FAIL_MAYBE_SENT)
 		new_state = "unknown";
+	else if (kind == FAIL_RETRY && attempts < max_attempts &&
+			 retry_after_usecs > RetryAfterLimitUsecs())
+	{
+		/* Honoured up to the limit, never retried early: a person decides. */
+		new_state = "failed";
+		clipped = ClipErrorText(psprintf("%s (Retry-After %s is longer than the %s a retry may wait; reinject it once the provider is ready)",
+										 clipped ? clipped : ec->name,
+										 FormatUsecs(retry_after_usecs),
+										 FormatUsecs(RetryAfterLimitUsecs())));
+	}
 	else if (kind == FAIL_RETRY && attempts < max_attempts)
 	{
 		new_state = "pending";
@@ -529,7 +572,8 @@ InsertOutboxEffects(text *key, const ParsedEffect *parsed, int n, bool automatic
 		values[4] = JsonbPGetDatum(parsed[i].payload);
 		values[5] = TimestampTzGetDatum(parsed[i].not_before);
 		nulls[5] = parsed[i].has_not_before ? ' ' : 'n';
-		if (ExecSaved(&insert_effect_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+		if (ExecSaved(parsed[i].cancel_window ? &insert_windowed_effect_stmt : &insert_effect_stmt,
+					  values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "could not insert effect");
 		if (SPI_processed == 1)
 			inserted++;
@@ -608,6 +652,31 @@ LockEffect(pg_uuid_t *effect_id, LockedEffect *effect)
 	effect->effect_type = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
 	d = GetResultDatum(0, 4, &isnull);
 	effect->run_state = isnull ? NULL : TextDatumGetCString(d);
+	return true;
+}
+
+/* LockEffectWindow locks an effect and tells its cancel window; see outbox.h. */
+bool
+LockEffectWindow(pg_uuid_t *effect_id, LockedEffect *effect, bool *has_window,
+				 bool *window_open, TimestampTz *cancel_until)
+{
+	Datum		value = UUIDPGetDatum(effect_id);
+	bool		isnull;
+	Datum		d;
+
+	if (ExecSaved(&lock_effect_window_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock effect");
+	if (SPI_processed == 0)
+		return false;
+	effect->state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+	effect->key = DatumGetTextPCopy(GetResultDatum(0, 2, &isnull));
+	effect->effect_type = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
+	effect->run_state = NULL;	/* not read */
+	d = GetResultDatum(0, 4, &isnull);
+	*has_window = !isnull;
+	*cancel_until = isnull ? 0 : DatumGetTimestampTz(d);
+	d = GetResultDatum(0, 5, &isnull);
+	*window_open = !isnull && DatumGetBool(d);
 	return true;
 }
 

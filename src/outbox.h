@@ -19,6 +19,17 @@
 
 #include "events.h"
 
+/*
+ * Effect types beginning with this are idemgate's own: no caller may
+ * enqueue, request or register them (re-runs, src/rerun.c, are
+ * IDEMGATE_RERUN_TYPE_PREFIX followed by the workflow's name).
+ */
+#define IDEMGATE_RESERVED_TYPE_PREFIX	"idemgate."
+#define IDEMGATE_RERUN_TYPE_PREFIX		"idemgate.rerun:"
+
+/* IsReservedEffectType tells whether type begins with the reserved prefix. */
+extern bool IsReservedEffectType(const char *type);
+
 /* One effect as the effects argument gives it (src/effects.c parses it). */
 typedef struct ParsedEffect
 {
@@ -29,6 +40,7 @@ typedef struct ParsedEffect
 	Jsonb	   *payload;
 	bool		has_not_before;
 	TimestampTz not_before;		/* not due before then (delayed delivery) */
+	bool		cancel_window;	/* not_before ends a cancel window (cancel_until) */
 } ParsedEffect;
 
 /* One effect as an operator command sees it (LockEffect). */
@@ -42,7 +54,9 @@ typedef struct LockedEffect
 
 /*
  * InsertOutboxEffects inserts n effects for run key; an effect whose (key,
- * type, target) is already there is not inserted again. Returns every
+ * type, target) is already there is not inserted again. An effect with
+ * cancel_window set gets cancel_until = its due time (not_before, or now):
+ * an approver may cancel it until then (cancel_in_window). Returns every
  * effect id (existing ones too) in input order as a uuid[], writes an
  * effects_enqueued event (with details, when given, in it: the state
  * change of the enqueue) and asks for the dispatcher to be woken at
@@ -98,7 +112,8 @@ extern int	CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *
  * FailEffect records a failed attempt of a sending effect held by owner.
  * error_class is one of transport, rate_limited, unavailable,
  * timeout_after_send, server_error, rejected. retry_after_usecs < 0 means
- * none. Returns the effect's new state (pending, unknown or failed), or NULL
+ * none; a retry waits at least that long, and one longer than
+ * RetryAfterLimitUsecs (src/backoff.h) fails the effect instead. Returns the effect's new state (pending, unknown or failed), or NULL
  * when the lease was lost. Must be called inside SPI.
  */
 extern const char *FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
@@ -122,6 +137,15 @@ extern int	SettleExpiredLeases(const char *effect_type);
  * All must be called inside SPI.
  */
 extern bool LockEffect(pg_uuid_t *effect_id, LockedEffect *effect);
+
+/*
+ * LockEffectWindow is LockEffect for cancel_in_window: it also tells the
+ * effect's cancel window (*cancel_until, false when it has none) and
+ * whether it is still open (before cancel_until). Must be called inside
+ * SPI, on the 1.2 schema.
+ */
+extern bool LockEffectWindow(pg_uuid_t *effect_id, LockedEffect *effect,
+							 bool *has_window, bool *window_open, TimestampTz *cancel_until);
 extern void CancelLockedEffect(pg_uuid_t *effect_id);
 extern void RequeueLockedEffect(pg_uuid_t *effect_id);
 extern void ResolveLockedEffectDelivered(pg_uuid_t *effect_id, const char *provider_id);

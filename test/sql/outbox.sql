@@ -239,7 +239,8 @@ SELECT results_eq($$SELECT count(DISTINCT next_attempt_at) > 1,
 ROLLBACK;
 
 -- Retry-After: wins when longer than the backoff, ignored when shorter,
--- and capped by idemgate.max_backoff (default 1 hour) like the backoff.
+-- and honoured beyond idemgate.max_backoff (default 1 hour), which caps
+-- only the backoff (test retry_after: up to 24 hours, never early).
 BEGIN;
 SELECT is((SELECT count(*) FROM pg_temp.mk('outbox-ra', 'outbox_ra', 3)), 3::bigint, 'three effects');
 CREATE TEMP TABLE ra AS
@@ -254,8 +255,8 @@ SELECT results_eq($$SELECT r.target, r.st,
                       FROM ra r JOIN idemgate.outbox o ON o.idempotency_key = 'outbox-ra' AND o.target = r.target
                      ORDER BY r.target$$,
                   $$VALUES ('target-1', 'pending', interval '30 seconds', false), ('target-2', 'pending', NULL, true),
-                           ('target-3', 'pending', interval '1 hour', false)$$,
-                  'Retry-After: 30 s wins, 0.5 s is ignored, 2 hours is capped at 1 hour');
+                           ('target-3', 'pending', interval '2 hours', false)$$,
+                  'Retry-After: 30 s wins, 0.5 s is ignored, 2 hours is honoured past max_backoff');
 ROLLBACK;
 -- The exponential part is capped too: attempt 20 of an endpoint allowing 100.
 BEGIN;
