@@ -25,13 +25,13 @@ function pgError(code, message, extra = {}) {
 }
 
 /** fakeContext is the part of IExecuteFunctions the node uses. */
-function fakeContext(node, itemParams, { continueOnFail = false } = {}) {
+function fakeContext(node, itemParams, { continueOnFail = false, onError } = {}) {
 	return {
 		getInputData: () => itemParams.map((_, i) => ({ json: { i } })),
 		getNodeParameter: (name, i, fallback) => (name in itemParams[i] ? itemParams[i][name] : fallback),
 		getCredentials: async () => ({ host: '127.0.0.1', port: 5432, database: 'd', user: 'u', password: 'p', ssl: 'disable' }),
 		continueOnFail: () => continueOnFail,
-		getNode: () => ({ id: 'n1', name: 'idemgate', type: 'n8n-nodes-idemgate.idemgate', typeVersion: 1, position: [0, 0], parameters: {} }),
+		getNode: () => ({ id: 'n1', name: 'idemgate', type: 'n8n-nodes-idemgate.idemgate', typeVersion: 1, position: [0, 0], parameters: {}, onError }),
 	};
 }
 
@@ -98,20 +98,31 @@ test('IG001 (payload mismatch) is a node error whose description carries the SQL
 	});
 });
 
-test('continue on fail: the error item has code and message (and error, for the error output); claim never puts it on "Do the work"', async () => {
+test('continue on fail (regular output): the error item has code and message; claim never puts it on "Do the work"', async () => {
+	const msg = 'idempotency key "bad" was already used with a different payload';
 	await withBackend((req) => {
-		if (req.key === 'bad') throw pgError('IG001', 'idempotency key "bad" was already used with a different payload');
+		if (req.key === 'bad') throw pgError('IG001', msg, { hint: 'Use a new key.' });
 		return [{ outcome: 'claimed', idempotency_key: req.key, state: 'processing', lease_owner: OWNER, version: 1, result: null }];
 	}, async () => {
 		const items = [{ resource: 'run', operation: 'claim', key: 'good', payload: {} }, { resource: 'run', operation: 'claim', key: 'bad', payload: {} }];
-		const out = await new Idemgate().execute.call(fakeContext(null, items, { continueOnFail: true }));
+		const out = await new Idemgate().execute.call(fakeContext(null, items, { continueOnFail: true, onError: 'continueRegularOutput' }));
 		assert.deepEqual(out[0].map((i) => i.json.idempotency_key), ['good']);
 		assert.equal(out[1].length, 1);
-		assert.deepEqual(out[1][0].json, {
-			error: 'idempotency key "bad" was already used with a different payload', code: 'IG001',
-			message: 'idempotency key "bad" was already used with a different payload',
-		});
+		assert.deepEqual(out[1][0].json, { error: { code: 'IG001', message: msg, hint: 'Use a new key.' }, code: 'IG001', message: msg });
 		assert.deepEqual(out[1][0].pairedItem, { item: 1 });
+	});
+});
+
+test('continue on fail (error output): exactly {error, message}, the shape n8n routes to the Error output', async () => {
+	const msg = 'idempotency key "bad" was already used with a different payload';
+	await withBackend(() => { throw pgError('IG001', msg); }, async () => {
+		const out = await new Idemgate().execute.call(fakeContext(null,
+			[{ resource: 'run', operation: 'claim', key: 'bad', payload: {} }], { continueOnFail: true, onError: 'continueErrorOutput' }));
+		const item = out[1][0];
+		assert.deepEqual(item.json, { error: { code: 'IG001', message: msg }, message: msg });
+		// n8n 1.x (WorkflowExecute.handleNodeErrorOutput) moves an item to the
+		// Error output when it has an error object, or JSON of exactly these keys.
+		assert.ok(item.error === undefined && Object.keys(item.json).length === 2 && item.json.error && item.json.message);
 	});
 });
 
@@ -121,6 +132,7 @@ test('continue on fail: a missing field (22004) of another operation goes to its
 			[{ resource: 'approval', operation: 'decide', token: 't', decision: 'approve', approver: 'x' }], { continueOnFail: true }));
 		assert.equal(out.length, 1);
 		assert.equal(out[0][0].json.code, '22004');
+		assert.equal(out[0][0].json.error.code, '22004');
 		assert.equal(out[0][0].json.message, 'field "approver" must not be null');
 	});
 });
@@ -131,7 +143,7 @@ test('a parameter error fails before any call; with continue on fail its item na
 			(e) => e instanceof NodeOperationError && /"owner" is required/.test(e.message));
 		const out = await new Idemgate().execute.call(fakeContext(null, [{ resource: 'run', operation: 'complete', key: 'k', owner: '', version: 1 }], { continueOnFail: true }));
 		assert.equal(out[0][0].json.code, null);
-		assert.equal(out[0][0].json.parameter, 'owner');
+		assert.equal(out[0][0].json.error.parameter, 'owner');
 		assert.equal(sent.length, 0);
 	});
 });
@@ -140,7 +152,8 @@ test('a connection error keeps the driver code', () => {
 	const e = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 	assert.deepEqual(describe(e), { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:5432' });
 	assert.equal(description(describe(e)), 'ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:5432');
-	assert.equal(errorItem(e, 3).json.code, 'ECONNREFUSED');
+	assert.equal(errorItem(e, 3, false).json.code, 'ECONNREFUSED');
+	assert.equal(errorItem(e, 3, true).json.error.code, 'ECONNREFUSED');
 	assert.equal(describe(new ParameterError('key', 'Parameter "key" is required')).parameter, 'key');
 });
 

@@ -98,6 +98,10 @@ test('approval peek and decide: the token only ever in the request, never in the
 	assert.deepEqual(decide.request, { token, decision: 'approve', approver: 'maria@example.com', reason: 'ok, checked' });
 	assert.ok(!peek.sql.includes(token) && !decide.sql.includes(token));
 	assert.deepEqual(decide.notify, ['']);
+	// Last in the JSON text: a JSON error in an earlier field (PostgreSQL logs
+	// the text up to the error as CONTEXT) cannot show the token.
+	assert.equal(Object.keys(decide.request).pop(), 'token');
+	assert.ok(JSON.stringify(decide.request).indexOf(token) > JSON.stringify(decide.request).indexOf('ok, checked'));
 });
 
 test('approval decide: approver is required', () => {

@@ -463,8 +463,12 @@ const properties: INodeProperties[] = [
 	},
 ];
 
-/** outputs: claim has "Do the work" and "Already handled"; the rest one output. */
-const OUTPUTS = `={{ $parameter.resource === 'run' && ($parameter.operation ?? 'claim') === 'claim' ? [{ type: 'main', displayName: 'Do the work' }, { type: 'main', displayName: 'Already handled' }] : [{ type: 'main' }] }}`;
+/**
+ * outputs: claim has "Do the work" and "Already handled"; the rest one
+ * output. n8n's editor leaves parameters at their default out of the saved
+ * workflow, hence the defaults here.
+ */
+const OUTPUTS = `={{ ($parameter.resource ?? 'run') === 'run' && ($parameter.operation ?? 'claim') === 'claim' ? [{ type: 'main', displayName: 'Do the work' }, { type: 'main', displayName: 'Already handled' }] : [{ type: 'main' }] }}`;
 
 /** echo is what an item keeps of its request next to a scalar result. */
 function echo(request: JsonObject): IDataObject {
@@ -527,7 +531,7 @@ export class Idemgate implements INodeType {
 			} catch (e) {
 				if (this.continueOnFail()) {
 					// Never on "Do the work": an error item must not look claimed.
-					(claim ? handled : doWork).push(errorItem(e, i));
+					(claim ? handled : doWork).push(errorItem(e, i, this.getNode().onError === 'continueErrorOutput'));
 					continue;
 				}
 				throw nodeError(this.getNode(), e, i);

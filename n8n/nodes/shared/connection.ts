@@ -26,7 +26,8 @@ export function clientConfig(c: ICredentialDataDecryptedObject): ClientConfig {
 		user: (c.user as string) || undefined,
 		password: (c.password as string) || undefined,
 		application_name: 'n8n-nodes-idemgate',
-		connectionTimeoutMillis: 15000,
+		// Also the wait for a free pooled connection when a busy workflow uses all.
+		connectionTimeoutMillis: 60000,
 	};
 	const ssl = (c.ssl as string) || 'disable';
 	if (ssl !== 'disable') cfg.ssl = { rejectUnauthorized: c.allowUnauthorizedCerts !== true };

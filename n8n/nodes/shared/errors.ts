@@ -56,15 +56,26 @@ export function nodeError(node: INode, e: unknown, itemIndex: number): NodeOpera
 }
 
 /**
- * errorItem is the item "Continue on fail" passes on: `code` (the SQLSTATE)
- * and `message`, plus `error` (the same message) so that n8n's "Continue
- * (using error output)" routes it to the error output.
+ * errorItem is the item "Continue on fail" passes on, in one of two shapes
+ * because of how n8n 1.x routes errors:
+ *
+ * - "Continue (regular output)": `{error, code, message}`: `code` is the
+ *   SQLSTATE ("IG001") or the driver's code, `message` idemgate's message,
+ *   `error` the same as an object (with `detail` and `hint` when given).
+ * - "Continue (using error output)": n8n moves an item to the Error output
+ *   only when its JSON is exactly `{error, message}` (or the item carries an
+ *   error object, and then n8n keeps nothing but the message), and merges
+ *   it into the input item. So `{error: {code, message, detail, hint},
+ *   message}`.
+ *
+ * `$json.error.code` and `$json.message` work in both.
  */
-export function errorItem(e: unknown, itemIndex: number): INodeExecutionData {
+export function errorItem(e: unknown, itemIndex: number, errorOutput: boolean): INodeExecutionData {
 	const f = describe(e);
-	const json: { [key: string]: string | null } = { error: f.message, code: f.code, message: f.message };
-	if (f.detail) json.detail = f.detail;
-	if (f.hint) json.hint = f.hint;
-	if (f.parameter) json.parameter = f.parameter;
+	const error: { [key: string]: string | null } = { code: f.code, message: f.message };
+	if (f.detail) error.detail = f.detail;
+	if (f.hint) error.hint = f.hint;
+	if (f.parameter) error.parameter = f.parameter;
+	const json = errorOutput ? { error, message: f.message } : { error, code: f.code, message: f.message };
 	return { json, pairedItem: { item: itemIndex } };
 }

@@ -222,11 +222,13 @@ export function buildCall(resource: string, operation: string, get: Get): Call {
 		case 'approval.decide':
 			return {
 				sql: 'SELECT * FROM idemgate.consume_approval($1::jsonb)',
+				// The token last: PostgreSQL reports a JSON syntax error (a
+				// \u0000 in the reason, say) with the text up to the error.
 				request: compact({
-					token: required(get, 'token'),
 					decision: required(get, 'decision'),
 					approver: required(get, 'approver'),
 					reason: text(get, 'reason'),
+					token: required(get, 'token'),
 				}),
 				notify: [''],
 			};
