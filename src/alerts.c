@@ -13,13 +13,19 @@
  * alert that keeps firing is announced once, however many failures feed it,
  * and once more when it clears.
  *
- * Anyone may LISTEN, so a payload carries only the alert's name, severity,
- * state (firing or cleared) and time ("at": when the condition began, as
- * in the alerts view's since; the transition time when it has none): no
- * workflow names, effect types, keys, counts or messages. Listeners read
- * the details from the alerts view, which needs the reader bundle. Several
- * subjects of one alert changing together give one notification (equal
- * payloads in one transaction are folded by PostgreSQL).
+ * A payload names the business event, so that a relay can page with it as
+ * it is ("run invoice-4471 of workflow invoices failed for good", not
+ * "alert firing"): the alert's name, severity, state (firing or cleared),
+ * time ("at": when the condition began, as in the alerts view's since; the
+ * transition time when it has none), subject (effect type, workflow or
+ * database), count, message (cut to IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS
+ * characters, so the payload stays under PostgreSQL's 8000 bytes) and the
+ * first keys of alerts about runs. A cleared alert carries what it said
+ * last. Anyone who may connect to the database may LISTEN: where that
+ * includes roles that must not read workflow names or keys, the superuser
+ * turns idemgate.alert_notify_details off and payloads carry only name,
+ * severity, state and time (docs/operations.md, "Alerts"); listeners then
+ * read the details from the alerts view, which needs the reader bundle.
  *
  * Several dispatchers may call publish_alerts every second. The table lock
  * (SHARE ROW EXCLUSIVE, self-conflicting) makes the compare-and-update one
@@ -39,6 +45,7 @@
 
 #include "args.h"
 #include "events.h"
+#include "guc.h"
 #include "spi_util.h"
 #include "idemgate_limits.h"
 
@@ -67,33 +74,39 @@ static SavedStatement lock_state_stmt = {
 
 static SavedStatement publish_stmt = {
 	"WITH cur AS MATERIALIZED ("
-	" SELECT alert, subject, severity, message, count, since FROM idemgate.alert_instances"
+	" SELECT alert, subject, severity, message, count, since, keys FROM idemgate.alert_instances"
 	"), gone AS ("
 	" DELETE FROM idemgate.alert_state s"
 	" WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.alert = s.alert AND cur.subject = s.subject)"
-	" RETURNING s.alert, s.subject, s.severity, s.message, s.count, s.since"
+	" RETURNING s.alert, s.subject, s.severity, s.message, s.count, s.since, s.keys"
 	"), fresh AS ("
 	" SELECT cur.* FROM cur"
 	" WHERE NOT EXISTS (SELECT 1 FROM idemgate.alert_state s"
 	"                   WHERE s.alert = cur.alert AND s.subject = cur.subject)"
 	"), kept AS ("
-	" INSERT INTO idemgate.alert_state AS s (alert, subject, severity, message, count, since)"
-	" SELECT alert, subject, severity, message, count, since FROM cur"
+	" INSERT INTO idemgate.alert_state AS s (alert, subject, severity, message, count, since, keys)"
+	" SELECT alert, subject, severity, message, count, since, keys FROM cur"
 	" ON CONFLICT (alert, subject) DO UPDATE"
 	" SET severity = excluded.severity, message = excluded.message, count = excluded.count,"
-	"     since = excluded.since, updated_at = pg_catalog.now()"
-	" WHERE (s.severity, s.message, s.count, s.since)"
-	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, excluded.since)"
+	"     since = excluded.since, keys = excluded.keys, updated_at = pg_catalog.now()"
+	" WHERE (s.severity, s.message, s.count, s.since, s.keys)"
+	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, excluded.since,"
+	"                         excluded.keys)"
 	" RETURNING 1"
 	"), transitions AS ("
 	" SELECT 'cleared'::text AS state, * FROM gone"
 	" UNION ALL"
 	" SELECT 'firing', * FROM fresh"
 	")"
-	" SELECT pg_catalog.json_build_object('alert', t.alert, 'severity', t.severity,"
-	"          'state', t.state, 'at', COALESCE(t.since, pg_catalog.now()))::text"
+	" SELECT CASE WHEN $1 THEN pg_catalog.json_strip_nulls(pg_catalog.json_build_object("
+	"          'alert', t.alert, 'severity', t.severity, 'state', t.state,"
+	"          'at', COALESCE(t.since, pg_catalog.now()), 'subject', t.subject, 'count', t.count,"
+	"          'message', pg_catalog.left(t.message, " CppAsString2(IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS) "),"
+	"          'keys', t.keys))::text"
+	"        ELSE pg_catalog.json_build_object('alert', t.alert, 'severity', t.severity,"
+	"          'state', t.state, 'at', COALESCE(t.since, pg_catalog.now()))::text END"
 	" FROM transitions t ORDER BY t.state, t.alert, t.subject",
-	0, {InvalidOid}
+	1, {BOOLOID}
 };
 
 /* WorkflowArg returns a required workflow name argument. */
@@ -175,11 +188,12 @@ Datum
 idemgate_publish_alerts(PG_FUNCTION_ARGS)
 {
 	uint64		n;
+	Datum		details = BoolGetDatum(IdemgateAlertNotifyDetails);
 
 	ConnectSPI();
 	if (ExecSaved(&lock_state_stmt, NULL, NULL, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not lock idemgate.alert_state");
-	if (ExecSaved(&publish_stmt, NULL, NULL, false, 0) != SPI_OK_SELECT)
+	if (ExecSaved(&publish_stmt, &details, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not compare alerts");
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)

@@ -90,7 +90,7 @@ typedef enum RunColumn
 {
 	COL_KEY, COL_WORKFLOW, COL_STATE, COL_HASH, COL_PAYLOAD, COL_OWNER,
 	COL_EXPIRES, COL_STARTED, COL_VERSION, COL_FAILURES, COL_RESULT,
-	COL_REPLACES, COL_CREATED, COL_UPDATED, COL_VALIDATIONS, NUM_RUN_COLUMNS
+	COL_REPLACES, COL_CREATED, COL_UPDATED, COL_VALIDATIONS, COL_ORIGIN, NUM_RUN_COLUMNS
 } RunColumn;
 
 static const KnownColumn run_columns[NUM_RUN_COLUMNS] = {
@@ -99,7 +99,7 @@ static const KnownColumn run_columns[NUM_RUN_COLUMNS] = {
 	{"lease_expires_at", TIMESTAMPTZOID}, {"lease_started_at", TIMESTAMPTZOID},
 	{"version", INT8OID}, {"failures", INT4OID}, {"result", JSONBOID},
 	{"replaces_key", TEXTOID}, {"created_at", TIMESTAMPTZOID},
-	{"updated_at", TIMESTAMPTZOID}, {"validations", INT4OID}
+	{"updated_at", TIMESTAMPTZOID}, {"validations", INT4OID}, {"origin", TEXTOID}
 };
 
 /* The columns of idemgate.events, as the duplicate event statement fills them. */
@@ -113,7 +113,7 @@ static const KnownColumn event_columns[NUM_EVENT_COLUMNS] = {
 	{"effect_id", UUIDOID}, {"kind", TEXTOID}, {"actor", TEXTOID}, {"details", JSONBOID}
 };
 
-/* Columns a table may have for the direct paths (runs has 15). */
+/* Columns a table may have for the direct paths (runs has 17). */
 #define MAX_DIRECT_ATTS 64
 
 /* A column the direct paths do not know: NULL, or its constant default. */
@@ -452,6 +452,8 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	col[COL_CREATED] = TimestampTzGetDatum(now);
 	col[COL_UPDATED] = TimestampTzGetDatum(now);
 	col[COL_VALIDATIONS] = Int32GetDatum(0);
+	col[COL_ORIGIN] = PointerGetDatum(run->origin);
+	colnull[COL_ORIGIN] = run->origin == NULL;
 
 	/* The lock the statement takes; kept to the end of the transaction. */
 	rel = OpenDirectTable(&runs_table);
@@ -520,10 +522,11 @@ PushMember(JsonbParseState **ps, const char *key, JsonbValue *value)
 
 /*
  * DuplicateDetails builds jsonb_strip_nulls(jsonb_build_object('workflow',
- * workflow, 'state', state, 'version', version)).
+ * workflow, 'state', state, 'version', version, 'origin', origin)).
  */
 static Jsonb *
-DuplicateDetails(Datum workflow, bool workflow_null, Datum state, int64 version)
+DuplicateDetails(Datum workflow, bool workflow_null, Datum state, int64 version,
+				 text *origin)
 {
 	JsonbParseState *ps = NULL;
 	JsonbValue	v;
@@ -546,6 +549,13 @@ DuplicateDetails(Datum workflow, bool workflow_null, Datum state, int64 version)
 	v.type = jbvNumeric;
 	v.val.numeric = int64_to_numeric(version);
 	PushMember(&ps, "version", &v);
+	if (origin != NULL)
+	{
+		v.type = jbvString;
+		v.val.string.val = VARDATA_ANY(origin);
+		v.val.string.len = VARSIZE_ANY_EXHDR(origin);
+		PushMember(&ps, "origin", &v);
+	}
 	return JsonbValueToJsonb(pushJsonbValue(&ps, WJB_END_OBJECT, NULL));
 }
 
@@ -558,7 +568,7 @@ DuplicateDetails(Datum workflow, bool workflow_null, Datum state, int64 version)
  */
 bool
 RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null,
-				Datum state, int64 version)
+				Datum state, int64 version, text *origin)
 {
 	Relation	rel;
 	Datum		col[NUM_EVENT_COLUMNS];
@@ -589,7 +599,8 @@ RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null
 	col[EV_KIND] = CStringGetTextDatum("duplicate");
 	col[EV_ACTOR] = actor ? CStringGetTextDatum(actor) : (Datum) 0;
 	colnull[EV_ACTOR] = actor == NULL;
-	col[EV_DETAILS] = JsonbPGetDatum(DuplicateDetails(workflow, workflow_null, state, version));
+	col[EV_DETAILS] = JsonbPGetDatum(DuplicateDetails(workflow, workflow_null, state, version,
+															 origin));
 	values = palloc(sizeof(Datum) * events_table.natts);
 	nulls = palloc(sizeof(bool) * events_table.natts);
 	FillRow(&events_table, rel, col, colnull, values, nulls);

@@ -23,6 +23,7 @@ typedef struct NewRun
 	pg_uuid_t  *owner;
 	Interval   *lease;
 	text	   *replaces_key;	/* NULL when none */
+	text	   *origin;			/* NULL when none */
 } NewRun;
 
 /* A run that exists and cannot be taken over (locked FOR NO KEY UPDATE). */
@@ -46,6 +47,7 @@ typedef enum ClaimPath
 
 extern ClaimPath ClaimDirect(const NewRun *run, ExistingRun *existing);
 extern bool RecordDuplicate(text *key, const char *actor, Datum workflow,
-							bool workflow_null, Datum state, int64 version);
+							bool workflow_null, Datum state, int64 version,
+							text *origin);
 
 #endif

@@ -30,6 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "args.h"
+#include "crypto.h"
 #include "destinations.h"
 #include "dispatcher_wake.h"
 #include "endpoints.h"
@@ -351,7 +352,13 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	if (PG_NARGS() > 7)			/* the 1.1 signature; 1.0 has no such columns */
 		StoreEndpointLimits(effect_type, rate_limit, rate_null, max_in_flight, max_null);
 
-	/* Only scheme and host are audited: paths and queries can hold secrets. */
+	/*
+	 * Only the scheme and a fingerprint of the host are audited: paths and
+	 * queries can hold secrets, and readers see the events, so an internal
+	 * host name is not written there (docs/operations.md, "The audit
+	 * trail"). The fingerprint tells whether two registrations point at the
+	 * same host; idemgate.endpoints (operators) holds the URL itself.
+	 */
 	h = curl_url();
 	if (h != NULL)
 	{
@@ -373,7 +380,15 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
 	DetailsBool(&details, "created", created);
 	DetailsText(&details, "scheme", scheme);
-	DetailsText(&details, "host", host);
+	if (host != NULL)
+	{
+		uint8		digest[IDEMGATE_SHA256_LEN];
+		char		hex[IDEMGATE_SHA256_LEN * 2 + 1];
+
+		Sha256(host, strlen(host), digest);
+		hex[hex_encode((const char *) digest, IDEMGATE_HOST_FINGERPRINT_BYTES, hex)] = '\0';
+		DetailsText(&details, "host_sha256", hex);
+	}
 	DetailsInt(&details, "timeout_ms", IntervalToUsecs(timeout) / 1000);
 	DetailsInt(&details, "max_attempts", max_attempts);
 	DetailsBool(&details, "honors_idempotency_key", honors);

@@ -21,8 +21,8 @@
 static SavedStatement duplicate_event_stmt = {
 	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
 	" VALUES ($1, 'duplicate', $2, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint)))",
-	5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID}
+	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint, 'origin', $6::text)))",
+	6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID}
 };
 
 static SavedStatement insert_event = {
@@ -119,16 +119,17 @@ RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 
 /*
  * RecordDuplicateEvent records a claim answered duplicate: the run's
- * workflow (NULL when workflow_null), state and version, and the actor
- * (may be NULL). The claim's direct path writes the same row without SQL
- * (src/claim_direct.c). Must be called inside SPI.
+ * workflow (NULL when workflow_null), state and version, the duplicate
+ * claim's origin (may be NULL) and the actor (may be NULL). The claim's
+ * direct path writes the same row without SQL (src/claim_direct.c). Must
+ * be called inside SPI.
  */
 void
 RecordDuplicateEvent(text *key, const char *actor, Datum workflow, bool workflow_null,
-					 Datum state, int64 version)
+					 Datum state, int64 version, text *origin)
 {
-	Datum		dup[5];
-	char		dupnulls[5] = {' ', 'n', ' ', ' ', ' '};
+	Datum		dup[6];
+	char		dupnulls[6] = {' ', 'n', ' ', ' ', ' ', ' '};
 
 	dup[0] = PointerGetDatum(key);
 	dup[1] = (Datum) 0;
@@ -141,6 +142,8 @@ RecordDuplicateEvent(text *key, const char *actor, Datum workflow, bool workflow
 	dupnulls[2] = workflow_null ? 'n' : ' ';
 	dup[3] = state;
 	dup[4] = Int64GetDatum(version);
+	dup[5] = PointerGetDatum(origin);
+	dupnulls[5] = origin ? ' ' : 'n';
 	if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record duplicate claim");
 }

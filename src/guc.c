@@ -30,6 +30,9 @@ int			IdemgateRetentionSecs = IDEMGATE_DEFAULT_RETENTION_SECS;
 int			IdemgateAlertFailures = 10;
 int			IdemgateAlertStuckAfterSecs = 15 * 60;
 int			IdemgateAlertDispatcherMissingAfterSecs = 60;
+int			IdemgateAlertStalledAfterSecs = 15 * 60;
+int			IdemgateAlertLeaseTakeovers = 5;
+bool		IdemgateAlertNotifyDetails = true;
 
 /*
  * CheckDatabaseName accepts a database name: 1..NAMEDATALEN-1 bytes. A
@@ -181,6 +184,24 @@ DefineIdemgateSettings(void)
 							"How long HTTP effects may be due with no running dispatcher serving the database before dispatcher_missing fires.",
 							NULL, &IdemgateAlertDispatcherMissingAfterSecs, 60, 0, 24 * 3600,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+
+	DefineCustomIntVariable("idemgate.alert_stalled_after",
+							"How long a run may sit in processing with an expired lease, or in failed_retryable, before stalled_runs fires.",
+							NULL, &IdemgateAlertStalledAfterSecs, 15 * 60, 1, IDEMGATE_MAX_ALERT_STALLED_SECS,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("idemgate.alert_lease_takeovers",
+							"Takeovers of expired leases in one workflow in 10 minutes above which lease_takeovers fires.",
+							NULL, &IdemgateAlertLeaseTakeovers, 5, 0, PG_INT32_MAX,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+
+	/*
+	 * Read by publish_alerts. Anyone who may connect may LISTEN, so this is
+	 * the superuser's choice, not a session's.
+	 */
+	DefineCustomBoolVariable("idemgate.alert_notify_details",
+							 "NOTIFY idemgate_alerts payloads name the business event (subject, count, message with the first keys).",
+							 NULL, &IdemgateAlertNotifyDetails, true,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
 
 	DefineDocumentLimitSettings();
 

@@ -22,6 +22,9 @@ extern int	IdemgateRetentionSecs;
 extern int	IdemgateAlertFailures;
 extern int	IdemgateAlertStuckAfterSecs;
 extern int	IdemgateAlertDispatcherMissingAfterSecs;
+extern int	IdemgateAlertStalledAfterSecs;
+extern int	IdemgateAlertLeaseTakeovers;
+extern bool IdemgateAlertNotifyDetails;
 
 extern void DefineIdemgateSettings(void);
 

@@ -14,6 +14,7 @@
 #include "dispatcher_shmem.h"
 #include "extension_notice.h"
 #include "guc.h"
+#include "payload_mismatches.h"
 #include "rate_limit.h"
 #include "send_barrier.h"
 
@@ -33,6 +34,7 @@ _PG_init(void)
 		DispatcherShmemDefine();
 		SendBarrierShmemDefine();
 		RateLimitShmemDefine();
+		PayloadMismatchShmemDefine();
 		RegisterIdemgateLauncher();
 		InstallExtensionNotice();
 	}

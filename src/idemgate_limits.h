@@ -23,6 +23,10 @@
 #define IDEMGATE_MAX_PROVIDER_ID_BYTES	1000
 #define IDEMGATE_MAX_ERROR_CLASS_BYTES	100
 #define IDEMGATE_MAX_URL_BYTES			2048
+/* Bytes of SHA-256 kept as a host's fingerprint in endpoint_registered events. */
+#define IDEMGATE_HOST_FINGERPRINT_BYTES	8
+/* claim's origin: where the trigger came from */
+#define IDEMGATE_MAX_ORIGIN_BYTES		200
 /* Longest caller-supplied value echoed in an error message. */
 #define IDEMGATE_MAX_ECHO_BYTES			64
 /* Longest error text kept by fail and fail_effect (then a marker). */
@@ -75,6 +79,25 @@
 #define IDEMGATE_MAX_RETENTION_USECS	(INT64CONST(36500) * USECS_PER_DAY)
 /* How far back prometheus() looks for its windowed figures. */
 #define IDEMGATE_PROMETHEUS_WINDOW_USECS	(7 * USECS_PER_DAY)
+
+/*
+ * Alerts that name runs (docs/operations.md, "Alerts"): how many keys a
+ * message, a NOTIFY payload and a Prometheus label list, and how much of
+ * each key they show; the longest message a NOTIFY payload carries
+ * (PostgreSQL refuses payloads of 8000 bytes or more).
+ */
+#define IDEMGATE_ALERT_FIRST_KEYS		3
+#define IDEMGATE_ALERT_KEY_CHARS		64
+#define IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS	1000
+/* Upper bound of idemgate.alert_stalled_after. */
+#define IDEMGATE_MAX_ALERT_STALLED_SECS	(7 * SECS_PER_DAY)
+/*
+ * Payload mismatches (IG001) counted in shared memory per database and
+ * workflow: how many workflows at once, and how long after its last
+ * mismatch a workflow keeps the payload_mismatch alert firing.
+ */
+#define IDEMGATE_MISMATCH_SLOTS			128
+#define IDEMGATE_MISMATCH_WINDOW_USECS	((int64) SECS_PER_HOUR * USECS_PER_SEC)
 
 /* Upper bound of idemgate.max_backoff and idemgate.max_lease_life. */
 #define IDEMGATE_MAX_WAIT_SETTING_SECS	(7 * SECS_PER_DAY)

@@ -23,6 +23,19 @@
  * Approval waits are consumed_at - created_at of the approvals consumed in
  * the window (in seconds, so that live and rolled-up waits mix).
  *
+ * Run processing times (run_metrics(since), per workflow). Every change
+ * that takes a run out of processing (completed or failed by
+ * cas_transition or fail, handed to a human by request_approval, to the
+ * outbox by enqueue_effect) records in its event the run's workflow and
+ * processing_ms, the time since the claim that started the attempt
+ * (runs.lease_started_at, which the claim writes anyway: nothing is added
+ * to the claim). That is the figure a lease must cover. run_metrics gives
+ * per workflow the attempts measured, p50, p95 and max, and the runs whose
+ * retries ran out (fail events with info.retry_exhausted: a retryable
+ * failure made terminal by idemgate.max_run_attempts). metrics() keeps its
+ * 1.1 row type (a view or a client reading it by position would break on
+ * a new column), so these figures have a function of their own.
+ *
  * Purge. purge deletes finished runs with their events and approvals; in
  * the same statement it adds what the counts above take from those rows to
  * idemgate.metrics_rollup, one row per UTC hour (counts, the waits as an
@@ -59,6 +72,7 @@ PG_FUNCTION_INFO_V1(idemgate_metrics);
 PG_FUNCTION_INFO_V1(idemgate_prometheus);
 PG_FUNCTION_INFO_V1(idemgate_effect_type_metrics);
 PG_FUNCTION_INFO_V1(idemgate_alerts_firing);
+PG_FUNCTION_INFO_V1(idemgate_run_metrics);
 
 #define METRIC_COLUMNS 17
 
@@ -186,14 +200,81 @@ static SavedStatement dispatchers_stmt = {
 	0, {InvalidOid}
 };
 
-/* The alerts view, one sample per firing alert. */
+/*
+ * The alerts view, one sample per firing alert; for alerts about runs,
+ * also their first keys (joined with ", ").
+ */
 static SavedStatement alerts_stmt = {
-	"SELECT alert, severity, subject, count FROM idemgate.alert_instances"
+	"SELECT alert, severity, subject, count,"
+	"  pg_catalog.array_to_string(keys, ', ') FROM idemgate.alert_instances"
 	" ORDER BY alert, subject",
 	0, {InvalidOid}
 };
 
 #define TYPE_METRIC_COLUMNS 7
+
+/*
+ * Per workflow: attempts that left processing in [since, now()], their
+ * processing time (p50, p95, max) and the runs whose retries ran out, from
+ * the events plus what purge rolled up (idemgate.run_metrics_rollup).
+ */
+static SavedStatement run_metrics_stmt = {
+	"WITH facts AS ("
+	" SELECT e.details ->> 'workflow' AS workflow,"
+	"  (e.details ->> 'processing_ms')::float8 / 1000 AS s,"
+	"  COALESCE((e.details -> 'info' ->> 'retry_exhausted')::boolean, false)::int AS exhausted"
+	" FROM idemgate.events e"
+	" WHERE e.kind = ANY ('{state_changed,effects_enqueued,approval_requested}'::text[])"
+	"   AND e.at >= $1 AND e.at <= pg_catalog.now() AND e.details ? 'processing_ms'"
+	" UNION ALL"
+	" SELECT m.workflow, u.s, 0 FROM idemgate.run_metrics_rollup m,"
+	"  LATERAL pg_catalog.unnest(m.processing_seconds) AS u(s)"
+	" WHERE m.last_at >= $1"
+	" UNION ALL"
+	" SELECT m.workflow, NULL, m.retry_exhausted FROM idemgate.run_metrics_rollup m"
+	" WHERE m.last_at >= $1 AND m.retry_exhausted > 0"
+	")"
+	" SELECT f.workflow, pg_catalog.count(f.s),"
+	"  pg_catalog.make_interval(secs => pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY f.s)),"
+	"  pg_catalog.make_interval(secs => pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY f.s)),"
+	"  pg_catalog.make_interval(secs => pg_catalog.max(f.s)),"
+	"  pg_catalog.sum(f.exhausted)::bigint"
+	" FROM facts f GROUP BY f.workflow ORDER BY f.workflow NULLS LAST",
+	1, {TIMESTAMPTZOID}
+};
+
+#define RUN_METRIC_COLUMNS 6
+
+/* SinceArg returns metrics' since argument: required, not in the future. */
+static TimestampTz
+SinceArg(FunctionCallInfo fcinfo)
+{
+	TimestampTz since;
+
+	RequireArg(fcinfo, 0, "since");
+	since = PG_GETARG_TIMESTAMPTZ(0);
+	if (since > GetCurrentTransactionStartTimestamp())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"since\" must not be in the future"),
+				 errhint("Counts cover [since, now()]; for the last week pass now() - interval '7 days'.")));
+	return since;
+}
+
+/*
+ * RunRunMetrics runs the per-workflow statement for [since, now()]; the
+ * rows are in SPI_tuptable. Must be called inside SPI.
+ */
+static void
+RunRunMetrics(TimestampTz since)
+{
+	Datum		args[1];
+
+	args[0] = TimestampTzGetDatum(since);
+	if (ExecSaved(&run_metrics_stmt, args, NULL, true, 0) != SPI_OK_SELECT ||
+		SPI_tuptable->tupdesc->natts != RUN_METRIC_COLUMNS)
+		elog(ERROR, "run metrics statement failed");
+}
 
 /*
  * RunMetrics runs the metrics statement for [since, now()] and copies the
@@ -236,19 +317,11 @@ RunMetrics(TimestampTz since, Datum *values, bool *nulls, MemoryContext outcxt)
 Datum
 idemgate_metrics(PG_FUNCTION_ARGS)
 {
-	TimestampTz since;
+	TimestampTz since = SinceArg(fcinfo);
 	ReturnSetInfo *rsinfo;
 	Datum		values[METRIC_COLUMNS];
 	bool		nulls[METRIC_COLUMNS];
 	MemoryContext outcxt = CurrentMemoryContext;
-
-	RequireArg(fcinfo, 0, "since");
-	since = PG_GETARG_TIMESTAMPTZ(0);
-	if (since > GetCurrentTransactionStartTimestamp())
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"since\" must not be in the future"),
-				 errhint("Counts cover [since, now()]; for the last week pass now() - interval '7 days'.")));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -291,6 +364,35 @@ static double
 IntervalSeconds(Datum d)
 {
 	return (double) IntervalToUsecs(DatumGetIntervalP(d)) / USECS_PER_SEC;
+}
+
+/*
+ * idemgate_run_metrics implements run_metrics(since): one row per workflow
+ * (NULL: runs without one) with the attempts that left processing in
+ * [since, now()], their processing time p50, p95 and max, and the runs
+ * whose retries ran out.
+ */
+Datum
+idemgate_run_metrics(PG_FUNCTION_ARGS)
+{
+	TimestampTz since = SinceArg(fcinfo);
+	ReturnSetInfo *rsinfo;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ConnectSPI();
+	RunRunMetrics(since);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		row[RUN_METRIC_COLUMNS];
+		bool		nulls[RUN_METRIC_COLUMNS];
+
+		for (int c = 0; c < RUN_METRIC_COLUMNS; c++)
+			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
 }
 
 /*
@@ -466,6 +568,88 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 		AppendFloat(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
 		appendStringInfoChar(buf, '\n');
 	}
+
+	/*
+	 * The business event of the alerts about runs: which keys. A family of
+	 * its own, so that idemgate_alerts_firing keeps one series per alert
+	 * and subject while its keys change.
+	 */
+	appendStringInfoString(buf,
+						   "# HELP idemgate_alert_first_keys The first keys of the runs a firing alert is about (label keys); the value is the alert's count.\n"
+						   "# TYPE idemgate_alert_first_keys gauge\n");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		char	   *keys = SPI_getvalue(tup, SPI_tuptable->tupdesc, 5);
+		Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull);
+
+		if (keys == NULL)
+			continue;
+		appendStringInfoString(buf, "idemgate_alert_first_keys{");
+		AppendLabel(buf, "alert", SPI_getvalue(tup, SPI_tuptable->tupdesc, 1));
+		appendStringInfoChar(buf, ',');
+		AppendLabel(buf, "subject", SPI_getvalue(tup, SPI_tuptable->tupdesc, 3));
+		appendStringInfoChar(buf, ',');
+		AppendLabel(buf, "keys", keys);
+		appendStringInfoString(buf, "} ");
+		AppendFloat(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
+		appendStringInfoChar(buf, '\n');
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* One per-workflow family of run_metrics_stmt's columns. */
+typedef struct RunFamily
+{
+	const char *name;
+	const char *help;
+	int			column;			/* 1-based in run_metrics_stmt */
+} RunFamily;
+
+static const RunFamily run_families[] = {
+	{"idemgate_run_attempts", "Run attempts that left processing in the window (completed, failed, or handed to an approval or the outbox).", 2},
+	{"idemgate_run_processing_p50_seconds", "Median processing time of a run attempt, from its claim to leaving processing, over the window (NaN without attempts): what a lease is sized from.", 3},
+	{"idemgate_run_processing_p95_seconds", "95th percentile of the processing time of a run attempt over the window (NaN without attempts).", 4},
+	{"idemgate_run_processing_max_seconds", "Longest processing time of a run attempt over the window (NaN without attempts).", 5},
+	{"idemgate_run_retry_exhausted", "Runs failed for good after idemgate.max_run_attempts retryable failures in the window.", 6},
+	{NULL, NULL, 0}
+};
+
+/*
+ * AppendRunMetrics appends run_metrics(since) as gauges labelled with the
+ * window and the workflow ("" for runs without one). Must be called inside
+ * SPI; the text goes to buf, allocated in outcxt.
+ */
+static void
+AppendRunMetrics(StringInfo buf, TimestampTz since, const char *window, MemoryContext outcxt)
+{
+	MemoryContext old;
+
+	RunRunMetrics(since);
+	old = MemoryContextSwitchTo(outcxt);
+	for (int f = 0; run_families[f].name != NULL; f++)
+	{
+		const RunFamily *rf = &run_families[f];
+
+		appendStringInfo(buf, "# HELP %s %s\n# TYPE %s gauge\n", rf->name, rf->help, rf->name);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			char	   *workflow = SPI_getvalue(tup, SPI_tuptable->tupdesc, 1);
+			bool		isnull;
+			Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, rf->column, &isnull);
+			double		v = 0.0;
+
+			if (!isnull)
+				v = SPI_gettypeid(SPI_tuptable->tupdesc, rf->column) == INTERVALOID ?
+					IntervalSeconds(d) : (double) DatumGetInt64(d);
+			appendStringInfo(buf, "%s{%s,", rf->name, window);
+			AppendLabel(buf, "workflow", workflow ? workflow : "");
+			appendStringInfoString(buf, "} ");
+			AppendFloat(buf, isnull, v);
+			appendStringInfoChar(buf, '\n');
+		}
+	}
 	MemoryContextSwitchTo(old);
 }
 
@@ -483,13 +667,16 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	bool		n[METRIC_COLUMNS];
 	StringInfoData buf;
 	StringInfoData ops;
+	StringInfoData runs;
 	const char *w = "window=\"" PROMETHEUS_WINDOW_LABEL "\"";
 	TimestampTz since = GetCurrentTransactionStartTimestamp() - IDEMGATE_PROMETHEUS_WINDOW_USECS;
 	MemoryContext outcxt = CurrentMemoryContext;	/* outlives SPI_finish */
 
 	initStringInfo(&ops);		/* in outcxt */
+	initStringInfo(&runs);
 	ConnectSPI();
 	RunMetrics(since, v, n, outcxt);
+	AppendRunMetrics(&runs, since, w, outcxt);
 	AppendOperations(&ops, outcxt);
 	SPI_finish();
 
@@ -529,6 +716,8 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 				 "Failed effect attempts that will be retried, in the window.", w, COUNT(11));
 	AppendMetric(&buf, "idemgate_retry_exhausted",
 				 "Effects dead-lettered after their last attempt in the window.", w, COUNT(12));
+	/* Beside it, the runs' own retry exhaustion and processing times. */
+	appendBinaryStringInfo(&buf, runs.data, runs.len);
 	AppendMetric(&buf, "idemgate_unknown_effects",
 				 "Effects whose delivery is unknown now (check with the provider, then resolve_effect).", "", COUNT(13));
 	AppendMetric(&buf, "idemgate_dead_letters_open",

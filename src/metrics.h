@@ -14,10 +14,13 @@
  * the same statement, so the same snapshot), they add to
  * idemgate.metrics_rollup, per UTC hour, what metrics() counts from those
  * runs' rows (the run's first claim, its events, its decided approvals'
- * waits), and to idemgate.effect_type_rollup, per effect type, what
- * effect_type_metrics() counts (completed effects, dead-lettered failures).
- * The figures are the same as in metrics_stmt and type_metrics_stmt
- * (src/metrics.c): change them together. Start with a comma.
+ * waits), to idemgate.effect_type_rollup, per effect type, what
+ * effect_type_metrics() counts (completed effects, dead-lettered failures),
+ * and to idemgate.run_metrics_rollup, per UTC hour and workflow, what
+ * run_metrics() counts (processing times in seconds, exhausted retries).
+ * The figures are the same as in metrics_stmt, type_metrics_stmt and
+ * run_metrics_stmt (src/metrics.c): change them together. Start with a
+ * comma.
  */
 #define METRICS_ROLLUP_CTES \
 	", facts AS (" \
@@ -79,6 +82,24 @@
 	" GROUP BY o.effect_type" \
 	" ON CONFLICT (effect_type) DO UPDATE SET" \
 	"  completed = r.completed + excluded.completed, failed = r.failed + excluded.failed" \
+	" RETURNING 1" \
+	"), run_facts AS (" \
+	" SELECT e.at AS t, e.details ->> 'workflow' AS workflow," \
+	"  (e.details ->> 'processing_ms')::float8 / 1000 AS s," \
+	"  COALESCE((e.details -> 'info' ->> 'retry_exhausted')::boolean, false)::int AS exhausted" \
+	" FROM idemgate.events e JOIN doomed x ON e.idempotency_key = x.idempotency_key" \
+	" WHERE e.kind = ANY ('{state_changed,effects_enqueued,approval_requested}'::text[])" \
+	"   AND e.details ? 'processing_ms'" \
+	"), run_rolled AS (" \
+	" INSERT INTO idemgate.run_metrics_rollup AS m (hour, workflow, first_at, last_at," \
+	"   processing_seconds, retry_exhausted)" \
+	" SELECT pg_catalog.date_trunc('hour', f.t, 'UTC'), f.workflow, pg_catalog.min(f.t), pg_catalog.max(f.t)," \
+	"  pg_catalog.array_agg(f.s), pg_catalog.sum(f.exhausted)" \
+	" FROM run_facts f GROUP BY 1, 2" \
+	" ON CONFLICT (hour, workflow) DO UPDATE SET" \
+	"  first_at = LEAST(m.first_at, excluded.first_at), last_at = GREATEST(m.last_at, excluded.last_at)," \
+	"  processing_seconds = m.processing_seconds || excluded.processing_seconds," \
+	"  retry_exhausted = m.retry_exhausted + excluded.retry_exhausted" \
 	" RETURNING 1" \
 	")"
 

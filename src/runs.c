@@ -27,12 +27,14 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
@@ -44,6 +46,7 @@
 #include "events.h"
 #include "guc.h"
 #include "idemgate_limits.h"
+#include "payload_mismatches.h"
 #include "runs.h"
 #include "spi_util.h"
 #include "sqlstates.h"
@@ -69,9 +72,35 @@ static const char *const run_states[] = {
  * The claim statement: insert, or take over a retryable or expired run with
  * the same payload. version is 0 exactly when the row was just inserted.
  * The time inside DO UPDATE comes from excluded.* (lease_started_at is
- * now()), never from a function call there.
+ * now()), never from a function call there. A takeover records the state
+ * it took the run from (recovered_from: processing means an expired lease,
+ * for the lease_takeovers alert); origin is the first claim's and stays.
  */
 static SavedStatement claim_stmt = {
+	"INSERT INTO idemgate.runs AS r (idempotency_key, workflow, state, payload_hash, payload,"
+	"   lease_owner, lease_expires_at, lease_started_at, replaces_key, origin)"
+	" VALUES ($1, $2, 'processing', $3, $4, $5, pg_catalog.now() + $6, pg_catalog.now(), $7, $8)"
+	" ON CONFLICT (idempotency_key) DO UPDATE"
+	" SET state = 'processing', lease_owner = excluded.lease_owner,"
+	"     lease_expires_at = excluded.lease_expires_at,"
+	"     lease_started_at = excluded.lease_started_at,"
+	"     version = r.version + 1, updated_at = excluded.lease_started_at,"
+	"     recovered_from = r.state"
+	" WHERE r.payload_hash = excluded.payload_hash"
+	"   AND (r.state = 'failed_retryable'"
+	"        OR (r.state = 'processing' AND r.lease_expires_at < excluded.lease_started_at))"
+	" RETURNING r.idempotency_key, r.state, r.lease_owner, r.version, r.result, r.workflow,"
+	"   r.recovered_from",
+	8, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID, TEXTOID}
+};
+
+/*
+ * The same on a schema older than 1.2 (this library installed, ALTER
+ * EXTENSION UPDATE not run yet: README.md, "Upgrading"), which has neither
+ * origin nor recovered_from: claims keep working, without them. $8 is
+ * there to keep the parameters the same, and unused.
+ */
+static SavedStatement claim_stmt_11 = {
 	"INSERT INTO idemgate.runs AS r (idempotency_key, workflow, state, payload_hash, payload,"
 	"   lease_owner, lease_expires_at, lease_started_at, replaces_key)"
 	" VALUES ($1, $2, 'processing', $3, $4, $5, pg_catalog.now() + $6, pg_catalog.now(), $7)"
@@ -83,9 +112,26 @@ static SavedStatement claim_stmt = {
 	" WHERE r.payload_hash = excluded.payload_hash"
 	"   AND (r.state = 'failed_retryable'"
 	"        OR (r.state = 'processing' AND r.lease_expires_at < excluded.lease_started_at))"
-	" RETURNING r.idempotency_key, r.state, r.lease_owner, r.version, r.result, r.workflow",
-	7, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID}
+	" RETURNING r.idempotency_key, r.state, r.lease_owner, r.version, r.result, r.workflow,"
+	"   NULL::text, $8::text",
+	8, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID, TEXTOID}
 };
+
+/*
+ * ClaimStatement returns the claim statement for the schema installed:
+ * claim_stmt once runs has recovered_from (1.2), claim_stmt_11 before.
+ * Two catalog cache look-ups, on the statement path only (the direct path
+ * knows the table's columns itself).
+ */
+static SavedStatement *
+ClaimStatement(void)
+{
+	Oid			nsp = get_namespace_oid("idemgate", false);
+	Oid			runs = get_relname_relid("runs", nsp);
+
+	return OidIsValid(runs) && get_attnum(runs, "recovered_from") != InvalidAttrNumber ?
+		&claim_stmt : &claim_stmt_11;
+}
 
 /* What a key that was not claimed looks like now. */
 static SavedStatement existing_run_stmt = {
@@ -106,7 +152,11 @@ static void AddStateChange(EventDetails *details, const char *from_state,
 
 /*
  * MoveRun's one statement: the run, if it is in $4 (and at version $3 and
- * held by $2 with a live lease, when those are given), moves to $5.
+ * held by $2 with a live lease, when those are given), moves to $5. It
+ * also returns the run's workflow and, in milliseconds, how long the
+ * current attempt has been processing: since the claim that started it
+ * (lease_started_at, which the claim writes anyway), the figure a lease
+ * is sized from (docs/operations.md, "Run processing times").
  */
 static SavedStatement move_stmt = {
 	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
@@ -117,7 +167,9 @@ static SavedStatement move_stmt = {
 	"   AND ($2::pg_catalog.uuid IS NULL"
 	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
 	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
-	" RETURNING version",
+	" RETURNING version, workflow,"
+	"   pg_catalog.round(pg_catalog.date_part('epoch',"
+	"     pg_catalog.now() OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
 	7, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, INT4OID}
 };
 
@@ -318,6 +370,18 @@ MoveRun(text *key, pg_uuid_t *owner, const int64 *version, const char *from_stat
 		return -1;
 	new_version = DatumGetInt64(GetResultDatum(0, 1, &isnull));
 	AddStateChange(details, from_state, to_state, new_version, result);
+	if (strcmp(from_state, "processing") == 0)
+	{
+		/* The attempt ends here: its workflow and duration (run_metrics). */
+		Datum		workflow = GetResultDatum(0, 2, &isnull);
+		Datum		ms;
+
+		if (!isnull)
+			DetailsText(details, "workflow", TextDatumGetCString(workflow));
+		ms = GetResultDatum(0, 3, &isnull);
+		if (!isnull)
+			DetailsInt(details, "processing_ms", DatumGetInt64(ms));
+	}
 	return new_version;
 }
 
@@ -401,29 +465,61 @@ SetRunState(text *key, const char *from_state, const char *to_state,
 	return version;
 }
 
+/* HashHex returns a payload hash in lower-case hex, as encode(h, 'hex'). */
+static char *
+HashHex(bytea *hash)
+{
+	char	   *hex = palloc(VARSIZE_ANY_EXHDR(hash) * 2 + 1);
+	uint64		n = hex_encode(VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash), hex);
+
+	hex[n] = '\0';
+	return hex;
+}
+
 /*
  * RecordTakeover writes the recovered event of a claim that took a run
- * over (a first claim is recorded by the run row itself).
+ * over (a first claim is recorded by the run row itself): the state it was
+ * taken from (processing: its lease had expired; failed_retryable: a
+ * redelivery), the claim's origin when given, the payload hash (the
+ * run's, which the claim matched), the new owner and version. Reads the
+ * claim statement's RETURNING row (columns 3, 4, 6, 7).
  */
 static void
-RecordTakeover(text *key, Datum workflow, bool workflow_null, Datum owner,
-			   int64 version, const char *actor)
+RecordTakeover(text *key, bytea *hash, text *origin, const char *actor)
 {
 	EventDetails details;
+	bool		isnull;
+	Datum		d;
 
 	DetailsInit(&details);
-	if (!workflow_null)
-		DetailsText(&details, "workflow", TextDatumGetCString(workflow));
-	DetailsInt(&details, "version", version);
+	d = GetResultDatum(0, 6, &isnull);
+	if (!isnull)
+		DetailsText(&details, "workflow", TextDatumGetCString(d));
+	DetailsInt(&details, "version", DatumGetInt64(GetResultDatum(0, 4, &isnull)));
 	DetailsText(&details, "lease_owner",
-				DatumGetCString(DirectFunctionCall1(uuid_out, owner)));
+				DatumGetCString(DirectFunctionCall1(uuid_out, GetResultDatum(0, 3, &isnull))));
+	d = GetResultDatum(0, 7, &isnull);
+	if (!isnull)
+		DetailsText(&details, "from", TextDatumGetCString(d));
+	if (origin != NULL)
+		DetailsText(&details, "origin", text_to_cstring(origin));
+	DetailsText(&details, "payload_hash", HashHex(hash));
 	RecordEvent(key, NULL, "recovered", actor, DetailsFinish(&details));
 }
 
-/* ReportPayloadMismatch raises IG001 for key. */
+/*
+ * ReportPayloadMismatch raises IG001 for key, after counting it for the
+ * payload_mismatch alert under the run's workflow (else the claim's): the
+ * error rolls the transaction back, the count in shared memory stays
+ * (src/payload_mismatches.c).
+ */
 static void
-ReportPayloadMismatch(text *key)
+ReportPayloadMismatch(text *key, Datum workflow, bool workflow_null, text *claim_workflow)
 {
+	text	   *wf = workflow_null ? claim_workflow : DatumGetTextPP(workflow);
+
+	CountPayloadMismatch(wf ? VARDATA_ANY(wf) : NULL, wf ? VARSIZE_ANY_EXHDR(wf) : 0,
+						 VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
 	ereport(ERROR,
 			(errcode(ERRCODE_IDEMGATE_PAYLOAD_MISMATCH),
 			 errmsg("idempotency key \"%s\" was already used with a different payload",
@@ -440,7 +536,7 @@ ReportPayloadMismatch(text *key)
 static void
 ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
 			   Datum result, bool result_null, Datum workflow, bool workflow_null,
-			   ClaimResult *out)
+			   text *origin, ClaimResult *out)
 {
 	out->outcome = "duplicate";
 	out->values[1] = PointerGetDatum(key);
@@ -455,9 +551,9 @@ ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
 	out->nulls[5] = result_null;
 
 	/* Without SQL where it can (src/claim_direct.c). */
-	if (RecordDuplicate(key, actor, workflow, workflow_null, state, version))
+	if (RecordDuplicate(key, actor, workflow, workflow_null, state, version, origin))
 		return;
-	RecordDuplicateEvent(key, actor, workflow, workflow_null, state, version);
+	RecordDuplicateEvent(key, actor, workflow, workflow_null, state, version, origin);
 }
 
 /*
@@ -471,14 +567,14 @@ ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
 static void
 ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		 pg_uuid_t *owner, text *replaces_key, const char *actor,
-		 ClaimResult *out)
+		 text *origin, ClaimResult *out)
 {
 	bytea	   *hash = HashJsonbPayload(payload);
-	Datum		values[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		lookup[1];
 	NewRun		run = {key, workflow, hash, payload, owner ? owner : RandomUuid(),
-	lease, replaces_key};
+	lease, replaces_key, origin};
 	ExistingRun existing;
 
 	switch (ClaimDirect(&run, &existing))
@@ -498,10 +594,10 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			return;
 		case CLAIM_EXISTS:
 			if (!existing.same_payload)
-				ReportPayloadMismatch(key);
+				ReportPayloadMismatch(key, existing.workflow, existing.workflow_null, workflow);
 			ClaimDuplicate(key, actor, existing.state, existing.version,
 						   existing.result, existing.result_null,
-						   existing.workflow, existing.workflow_null, out);
+						   existing.workflow, existing.workflow_null, origin, out);
 			return;
 		case CLAIM_USE_STATEMENT:
 			break;
@@ -516,6 +612,8 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	values[5] = IntervalPGetDatum(lease);
 	values[6] = PointerGetDatum(replaces_key);
 	nulls[6] = replaces_key ? ' ' : 'n';
+	values[7] = PointerGetDatum(origin);
+	nulls[7] = origin ? ' ' : 'n';
 	lookup[0] = PointerGetDatum(key);
 
 	/*
@@ -531,7 +629,7 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		Datum		result;
 		Datum		existing_workflow;
 
-		if (ExecSaved(&claim_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+		if (ExecSaved(ClaimStatement(), values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "claim statement failed");
 		if (SPI_processed == 1)
 		{
@@ -541,11 +639,7 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			for (int i = 0; i < 5; i++)
 				out->values[i + 1] = GetResultDatum(0, i + 1, &out->nulls[i + 1]);
 			if (version > 0)
-			{
-				Datum		workflow = GetResultDatum(0, 6, &workflow_null);
-
-				RecordTakeover(key, workflow, workflow_null, out->values[3], version, actor);
-			}
+				RecordTakeover(key, hash, origin, actor);
 			return;
 		}
 
@@ -555,14 +649,14 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			continue;
 
 		existing_hash = DatumGetByteaPP(GetResultDatum(0, 5, &isnull));
+		existing_workflow = GetResultDatum(0, 6, &workflow_null);
 		if (VARSIZE_ANY_EXHDR(existing_hash) != VARSIZE_ANY_EXHDR(hash) ||
 			memcmp(VARDATA_ANY(existing_hash), VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash)) != 0)
-			ReportPayloadMismatch(key);
+			ReportPayloadMismatch(key, existing_workflow, workflow_null, workflow);
 		result = GetResultDatum(0, 4, &result_null);
-		existing_workflow = GetResultDatum(0, 6, &workflow_null);
 		ClaimDuplicate(key, actor, GetResultDatum(0, 2, &isnull),
 					   DatumGetInt64(GetResultDatum(0, 3, &isnull)),
-					   result, result_null, existing_workflow, workflow_null, out);
+					   result, result_null, existing_workflow, workflow_null, origin, out);
 		return;
 	}
 	ereport(ERROR,
@@ -603,8 +697,20 @@ WorkflowArg(FunctionCallInfo fcinfo, int argno)
 }
 
 /*
- * idemgate_claim implements claim(key, payload, lease, workflow, owner):
- * exactly one row, outcome claimed, recovered or duplicate.
+ * OriginArg returns the optional origin argument (where the trigger came
+ * from: docs/n8n.md), or NULL; absent when the function was declared
+ * without it (a 1.1 schema on this library).
+ */
+static text *
+OriginArg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_NARGS() <= argno || PG_ARGISNULL(argno) ? NULL :
+		TextArg(fcinfo, argno, "origin", IDEMGATE_MAX_ORIGIN_BYTES);
+}
+
+/*
+ * idemgate_claim implements claim(key, payload, lease, workflow, owner,
+ * origin): exactly one row, outcome claimed, recovered or duplicate.
  */
 Datum
 idemgate_claim(PG_FUNCTION_ARGS)
@@ -622,7 +728,7 @@ idemgate_claim(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
 	ClaimRun(key, payload, lease, WorkflowArg(fcinfo, 3),
-			 PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), NULL, NULL, &res);
+			 PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), NULL, NULL, OriginArg(fcinfo, 5), &res);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
 	return (Datum) 0;
@@ -705,7 +811,7 @@ ParseRequestText(text *value, const char *field, PGFunction input, const char *w
 Datum
 idemgate_claim_request(PG_FUNCTION_ARGS)
 {
-	static const char *const known[] = {"key", "payload", "lease", "workflow", "owner", NULL};
+	static const char *const known[] = {"key", "payload", "lease", "workflow", "owner", "origin", NULL};
 	Jsonb	   *request;
 	text	   *key;
 	JsonbValue *payload_value;
@@ -713,6 +819,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	text	   *lease_text;
 	text	   *workflow;
 	text	   *owner_text;
+	text	   *origin;
 	Interval   *lease;
 	pg_uuid_t  *owner = NULL;
 	ClaimResult res;
@@ -726,7 +833,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	if (!JB_ROOT_IS_OBJECT(request))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"request\" must be a JSON object with fields key, payload, lease, workflow and owner")));
+				 errmsg("argument \"request\" must be a JSON object with fields key, payload, lease, workflow, owner and origin")));
 
 	/* An unknown field is most likely a typo ("paylaod"): refuse it. */
 	it = JsonbIteratorInit(&request->root);
@@ -744,7 +851,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown field \"%s\" in argument \"request\"",
 								TruncateForMessage(pnstrdup(v.val.string.val, v.val.string.len))),
-						 errhint("The fields are key, payload, lease, workflow and owner.")));
+						 errhint("The fields are key, payload, lease, workflow, owner and origin.")));
 		}
 	}
 
@@ -783,10 +890,17 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	owner_text = RequestString(request, "owner", false);
 	if (owner_text != NULL)
 		owner = DatumGetUUIDP(ParseRequestText(owner_text, "owner", uuid_in, "a UUID"));
+	origin = RequestString(request, "origin", false);
+	if (origin != NULL &&
+		(VARSIZE_ANY_EXHDR(origin) < 1 || VARSIZE_ANY_EXHDR(origin) > IDEMGATE_MAX_ORIGIN_BYTES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"origin\" of argument \"request\" must be between 1 and %d bytes long, not %d",
+						IDEMGATE_MAX_ORIGIN_BYTES, (int) VARSIZE_ANY_EXHDR(origin))));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
-	ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, &res);
+	ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, origin, &res);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
 	return (Datum) 0;
@@ -804,8 +918,8 @@ idemgate_claim_lease(PG_FUNCTION_ARGS)
 	bytea	   *hash;
 	pg_uuid_t  *owner;
 	Interval   *lease;
-	Datum		values[7];
-	char		nulls[7] = {' ', 'n', ' ', 'n', ' ', ' ', 'n'};
+	Datum		values[8];
+	char		nulls[8] = {' ', 'n', ' ', 'n', ' ', ' ', 'n', 'n'};
 	ReturnSetInfo *rsinfo;
 
 	RequireArg(fcinfo, 1, "payload_hash");
@@ -824,26 +938,23 @@ idemgate_claim_lease(PG_FUNCTION_ARGS)
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
 	values[0] = PointerGetDatum(key);
-	values[1] = values[3] = values[6] = (Datum) 0;
+	values[1] = values[3] = values[6] = values[7] = (Datum) 0;
 	values[2] = PointerGetDatum(hash);
 	values[4] = UUIDPGetDatum(owner);
 	values[5] = IntervalPGetDatum(lease);
-	if (ExecSaved(&claim_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
+	if (ExecSaved(ClaimStatement(), values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "claim statement failed");
 	if (SPI_processed == 1)
 	{
 		Datum		row[3];
 		bool		rownulls[3];
-		bool		workflow_null;
-		int64		version = DatumGetInt64(GetResultDatum(0, 4, &workflow_null));
-		Datum		workflow = GetResultDatum(0, 6, &workflow_null);
 
 		row[0] = GetResultDatum(0, 1, &rownulls[0]);
 		row[1] = GetResultDatum(0, 3, &rownulls[1]);
 		row[2] = GetResultDatum(0, 4, &rownulls[2]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
-		if (version > 0)
-			RecordTakeover(key, workflow, workflow_null, row[1], version, NULL);
+		if (DatumGetInt64(row[2]) > 0)
+			RecordTakeover(key, hash, NULL, NULL);
 	}
 	SPI_finish();
 	return (Datum) 0;
@@ -975,6 +1086,7 @@ idemgate_fail(PG_FUNCTION_ARGS)
 	const char *new_state;
 	int			failures;
 	EventDetails result;
+	EventDetails info;
 
 	RequireArg(fcinfo, 1, "owner");
 	owner = PG_GETARG_UUID_P(1);
@@ -1011,7 +1123,21 @@ idemgate_fail(PG_FUNCTION_ARGS)
 	DetailsText(&result, "error_class", error_class);
 	DetailsText(&result, "error", error);
 	DetailsInt(&result, "failures", failures);
-	SetRunState(key, run.state, new_state, DetailsFinish(&result), true, NULL, NULL);
+
+	/*
+	 * The event carries the error class and the failure count (never the
+	 * error text, which may quote personal data); retry_exhausted marks a
+	 * retryable failure made terminal by idemgate.max_run_attempts, which
+	 * run_metrics counts beside the effects' retry exhaustion.
+	 */
+	DetailsInit(&info);
+	DetailsText(&info, "error_class", error_class);
+	DetailsInt(&info, "failures", failures);
+	DetailsBool(&info, "retryable", retryable);
+	if (retryable && strcmp(new_state, "failed_terminal") == 0)
+		DetailsBool(&info, "retry_exhausted", true);
+	SetRunState(key, run.state, new_state, DetailsFinish(&result), true, NULL,
+				DetailsFinish(&info));
 	if (strcmp(new_state, "failed_terminal") == 0)
 		RecordDeadLetter("run", key, NULL, NULL, run.payload, error_class, error, failures);
 	SPI_finish();
@@ -1071,7 +1197,7 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 				 errhint("A run in progress recovers through claim; wait for it to finish.")));
 
 	ClaimRun(new_key, payload, lease, workflow_null ? NULL : DatumGetTextPP(workflow),
-			 NULL, original, operator_name, &res);
+			 NULL, original, operator_name, NULL, &res);
 	if (strcmp(res.outcome, "claimed") == 0)
 	{
 		EventDetails details;

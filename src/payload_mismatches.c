@@ -1,0 +1,219 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/payload_mismatches.c
+ *	  payload_mismatches(): the IG001 refusals of claim, counted per
+ *	  workflow, for the payload_mismatch alert (docs/operations.md,
+ *	  "Alerts").
+ *
+ * Design note. A claim whose key is known with another payload hash
+ * raises IG001, and its transaction rolls back: a row written there would
+ * vanish with it. So the count lives in shared memory (a segment of its
+ * own, IDEMGATE_MISMATCH_SLOTS slots under one spinlock), written by
+ * CountPayloadMismatch just before the error is raised. One slot per
+ * database and workflow holds an episode: the number of mismatches, the
+ * first and last time, and the first IDEMGATE_ALERT_FIRST_KEYS keys (each
+ * cut to IDEMGATE_ALERT_KEY_CHARS characters). A mismatch more than
+ * IDEMGATE_MISMATCH_WINDOW_USECS after the episode's last one starts a new
+ * episode. When every slot is taken, the one whose last mismatch is the
+ * oldest is reused.
+ *
+ * The counts are lost when the server restarts (or crashes and resets
+ * shared memory), and without shared_preload_libraries nothing is
+ * counted: docs/operations.md says so. The server log keeps every IG001
+ * with its key in any case.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/spin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "idemgate_limits.h"
+#include "payload_mismatches.h"
+#include "shmem_segment.h"
+
+PG_FUNCTION_INFO_V1(idemgate_payload_mismatches);
+
+/* A key as shown: at most IDEMGATE_ALERT_KEY_CHARS characters. */
+#define KEY_BYTES (IDEMGATE_ALERT_KEY_CHARS * MAX_MULTIBYTE_CHAR_LEN + 1)
+
+typedef struct MismatchSlot
+{
+	Oid			dboid;			/* InvalidOid: free */
+	bool		has_workflow;
+	char		workflow[IDEMGATE_MAX_NAME_BYTES + 1];
+	int64		count;
+	TimestampTz first_at;
+	TimestampTz last_at;
+	int			nkeys;
+	char		keys[IDEMGATE_ALERT_FIRST_KEYS][KEY_BYTES];
+} MismatchSlot;
+
+typedef struct MismatchShared
+{
+	slock_t		lock;
+	MismatchSlot slots[IDEMGATE_MISMATCH_SLOTS];
+} MismatchShared;
+
+/* NULL unless the library was preloaded. */
+static MismatchShared *Mismatches = NULL;
+
+/* InitMismatches sets up a new segment: every slot free. */
+static void
+InitMismatches(void *segment)
+{
+	MismatchShared *m = segment;
+
+	SpinLockInit(&m->lock);
+	memset(m->slots, 0, sizeof(m->slots));
+}
+
+/* PayloadMismatchShmemDefine defines the segment; from _PG_init. */
+void
+PayloadMismatchShmemDefine(void)
+{
+	DefineShmemSegment("idemgate payload mismatches", sizeof(MismatchShared),
+					   InitMismatches, (void **) &Mismatches);
+}
+
+/*
+ * ShownKey copies key into buf (KEY_BYTES) as alerts show it: whole when
+ * it has at most IDEMGATE_ALERT_KEY_CHARS characters, else its first
+ * IDEMGATE_ALERT_KEY_CHARS - 3 characters and "...", as the alerts view
+ * does.
+ */
+static void
+ShownKey(char *buf, const char *key, int len)
+{
+	int			keep = len;
+
+	if (pg_mbstrlen_with_len(key, len) > IDEMGATE_ALERT_KEY_CHARS)
+		keep = pg_mbcharcliplen(key, len, IDEMGATE_ALERT_KEY_CHARS - 3);
+	memcpy(buf, key, keep);
+	strcpy(buf + keep, keep < len ? "..." : "");
+}
+
+/*
+ * CountPayloadMismatch counts one mismatch (see payload_mismatches.h). The
+ * key and workflow are prepared outside the spinlock; inside, only
+ * comparisons and copies.
+ */
+void
+CountPayloadMismatch(const char *workflow, int workflow_len, const char *key, int key_len)
+{
+	char		shown[KEY_BYTES];
+	char		wf[IDEMGATE_MAX_NAME_BYTES + 1];
+	TimestampTz now = GetCurrentTimestamp();
+	MismatchSlot *slot = NULL;
+	MismatchSlot *oldest = NULL;
+
+	if (Mismatches == NULL)
+		return;
+	ShownKey(shown, key, key_len);
+	if (workflow != NULL)
+	{
+		workflow_len = pg_mbcliplen(workflow, workflow_len, IDEMGATE_MAX_NAME_BYTES);
+		memcpy(wf, workflow, workflow_len);
+		wf[workflow_len] = '\0';
+	}
+
+	SpinLockAcquire(&Mismatches->lock);
+	for (int i = 0; i < IDEMGATE_MISMATCH_SLOTS; i++)
+	{
+		MismatchSlot *s = &Mismatches->slots[i];
+
+		if (s->dboid == InvalidOid)
+		{
+			if (oldest == NULL || oldest->dboid != InvalidOid)
+				oldest = s;		/* a free slot beats any used one */
+			continue;
+		}
+		if (s->dboid == MyDatabaseId && s->has_workflow == (workflow != NULL) &&
+			(workflow == NULL || strcmp(s->workflow, wf) == 0))
+		{
+			slot = s;
+			break;
+		}
+		if (oldest == NULL || (oldest->dboid != InvalidOid && s->last_at < oldest->last_at))
+			oldest = s;
+	}
+	if (slot == NULL || now - slot->last_at > IDEMGATE_MISMATCH_WINDOW_USECS)
+	{
+		/* A new episode, in this workflow's slot or in a free (or the oldest) one. */
+		if (slot == NULL)
+			slot = oldest;
+		slot->dboid = MyDatabaseId;
+		slot->has_workflow = workflow != NULL;
+		strlcpy(slot->workflow, workflow != NULL ? wf : "", sizeof(slot->workflow));
+		slot->count = 0;
+		slot->first_at = now;
+		slot->nkeys = 0;
+	}
+	slot->count++;
+	slot->last_at = now;
+	if (slot->nkeys < IDEMGATE_ALERT_FIRST_KEYS)
+	{
+		bool		seen = false;
+
+		for (int k = 0; k < slot->nkeys && !seen; k++)
+			seen = strcmp(slot->keys[k], shown) == 0;
+		if (!seen)
+			strlcpy(slot->keys[slot->nkeys++], shown, KEY_BYTES);
+	}
+	SpinLockRelease(&Mismatches->lock);
+}
+
+/*
+ * idemgate_payload_mismatches implements payload_mismatches(): one row per
+ * workflow of this database with an episode of mismatches since the server
+ * started (workflow NULL for runs without one): mismatches, first_at,
+ * last_at, first_keys, and firing (the last one is less than
+ * IDEMGATE_MISMATCH_WINDOW_USECS old). No rows without the preload.
+ */
+Datum
+idemgate_payload_mismatches(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo;
+	MismatchSlot *copy;
+	int			n = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	if (Mismatches == NULL)
+		return (Datum) 0;
+
+	copy = palloc(sizeof(Mismatches->slots));
+	SpinLockAcquire(&Mismatches->lock);
+	for (int i = 0; i < IDEMGATE_MISMATCH_SLOTS; i++)
+		if (Mismatches->slots[i].dboid == MyDatabaseId)
+			copy[n++] = Mismatches->slots[i];
+	SpinLockRelease(&Mismatches->lock);
+
+	for (int i = 0; i < n; i++)
+	{
+		MismatchSlot *s = &copy[i];
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum		keys[IDEMGATE_ALERT_FIRST_KEYS];
+
+		values[0] = s->has_workflow ? CStringGetTextDatum(s->workflow) : (Datum) 0;
+		nulls[0] = !s->has_workflow;
+		values[1] = Int64GetDatum(s->count);
+		values[2] = TimestampTzGetDatum(s->first_at);
+		values[3] = TimestampTzGetDatum(s->last_at);
+		for (int k = 0; k < s->nkeys; k++)
+			keys[k] = CStringGetTextDatum(s->keys[k]);
+		values[4] = PointerGetDatum(construct_array(keys, s->nkeys, TEXTOID, -1, false, TYPALIGN_INT));
+		values[5] = BoolGetDatum(now - s->last_at <= IDEMGATE_MISMATCH_WINDOW_USECS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
