@@ -51,6 +51,7 @@
 #include "crypto.h"
 #include "dead_letters.h"
 #include "doc_limits.h"
+#include "effect_policies.h"
 #include "effects.h"
 #include "events.h"
 #include "idemgate_limits.h"
@@ -316,11 +317,66 @@ TimestampJson(Datum ts)
 }
 
 /*
+ * InsertApproval stores a new approval of run key, which the caller just
+ * moved to awaiting_human at run_version; see approvals.h.
+ */
+void
+InsertApproval(text *key, int64 run_version, Jsonb *effects, int effect_count,
+			   Interval *expires_in, Jsonb *card, ArrayType *audience,
+			   const char *audience_json, const char *requested_by,
+			   EventDetails *details, NewApproval *out)
+{
+	uint8		raw[IDEMGATE_TOKEN_BYTES];
+	char	   *token;
+	pg_uuid_t  *approval_id = RandomUuid();
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	Datum		expires_at;
+
+	RandomBytes(raw, sizeof(raw));
+	token = Base64UrlEncode(raw, sizeof(raw));
+	explicit_bzero(raw, sizeof(raw));
+
+	values[0] = UUIDPGetDatum(approval_id);
+	values[1] = PointerGetDatum(key);
+	values[2] = PointerGetDatum(Sha256Bytea(token, strlen(token)));
+	values[3] = PointerGetDatum(audience);
+	nulls[3] = audience ? ' ' : 'n';
+	SetTextParam(values, nulls, 4, requested_by);
+	values[5] = IntervalPGetDatum(expires_in);
+	values[6] = JsonbPGetDatum(card);
+	nulls[6] = card ? ' ' : 'n';
+	values[7] = JsonbPGetDatum(effects);
+	values[8] = Int64GetDatum(run_version);
+	if (ExecSaved(&insert_approval_stmt, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not insert approval");
+	expires_at = GetResultDatum(0, 1, &isnull);
+
+	DetailsText(details, "approval_id",
+				DatumGetCString(DirectFunctionCall1(uuid_out, values[0])));
+	DetailsText(details, "expires_at", TimestampJson(expires_at));
+	DetailsInt(details, "effect_count", effect_count);
+	DetailsText(details, "requested_by", requested_by);
+	if (audience)
+		DetailsJsonb(details, "audience",
+					 DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(audience_json))));
+	CardIdentity(details, card);
+	RecordEvent(key, NULL, "approval_requested", requested_by, DetailsFinish(details));
+
+	out->approval_id = approval_id;
+	out->token = token;
+	out->expires_at = expires_at;
+}
+
+/*
  * idemgate_request_approval implements request_approval(key, owner,
  * version, effects, expires_in, card, audience, requested_by). As the live
  * owner of a processing run, it moves the run to awaiting_human, stores the
  * approval with the token's hash, and returns the raw token once. A row of
- * NULLs when ownership was lost; IG002 from any other state.
+ * NULLs when ownership was lost; IG002 from any other state. The effect
+ * types' policies apply (requires_requester, src/effect_policies.c).
  */
 Datum
 idemgate_request_approval(PG_FUNCTION_ARGS)
@@ -329,10 +385,12 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	pg_uuid_t  *owner;
 	int64		version;
 	Jsonb	   *effects;
+	ParsedEffect *parsed;
 	int			effect_count;
 	Interval   *expires_in;
 	Jsonb	   *card = NULL;
 	ArrayType  *audience;
+	int			audience_count = -1;
 	char	   *requested_by;
 	StringInfoData audience_json;
 	OwnedRun	run;
@@ -349,7 +407,7 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 3, "effects");
 	CheckDocumentArg(fcinfo, 3, "effects");
 	effects = PG_GETARG_JSONB_P(3);
-	effect_count = ValidateEffects(effects, "effects");
+	effect_count = ParseEffects(effects, "effects", &parsed);
 	expires_in = IntervalArg(fcinfo, 4, "expires_in", 0, IDEMGATE_MAX_APPROVAL_EXPIRY_USECS,
 							 "An approval must expire, at most 30 days after it is requested.");
 	if (!PG_ARGISNULL(5))
@@ -363,12 +421,21 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 					 errhint("See the Approvals section of the README for what an approval card should hold.")));
 	}
 	requested_by = OptionalSubject(fcinfo, 7, "requested_by");
-	initStringInfo(&audience_json);
-	audience = AudienceArg(fcinfo, 6, requested_by, &audience_json);
+	if (!PG_ARGISNULL(6))
+	{
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(6);
+
+		audience_count = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+	}
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
+	/* The types' policies first: requires_requester is 22004 (NULL). */
+	CheckRequesterPolicy(parsed, effect_count, requested_by, audience_count);
+	initStringInfo(&audience_json);
+	audience = AudienceArg(fcinfo, 6, requested_by, &audience_json);
+
 	/* One event: the request and the state change it makes. */
 	DetailsInit(&details);
 	new_version = MoveOwnedProcessingRun(key, owner, version, "awaiting_human", &details, &run);
@@ -380,49 +447,13 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 				 errdetail("request_approval only applies to a run that is processing.")));
 	if (new_version >= 0)
 	{
-		uint8		raw[IDEMGATE_TOKEN_BYTES];
-		char	   *token;
-		pg_uuid_t  *approval_id = RandomUuid();
-		Datum		values[9];
-		char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-		bool		isnull;
-		Datum		expires_at;
+		NewApproval approval;
 
-		RandomBytes(raw, sizeof(raw));
-		token = Base64UrlEncode(raw, sizeof(raw));
-		explicit_bzero(raw, sizeof(raw));
-
-		values[0] = UUIDPGetDatum(approval_id);
-		values[1] = PointerGetDatum(key);
-		values[2] = PointerGetDatum(Sha256Bytea(token, strlen(token)));
-		values[3] = PointerGetDatum(audience);
-		nulls[3] = audience ? ' ' : 'n';
-		SetTextParam(values, nulls, 4, requested_by);
-		values[5] = IntervalPGetDatum(expires_in);
-		values[6] = JsonbPGetDatum(card);
-		nulls[6] = card ? ' ' : 'n';
-		values[7] = JsonbPGetDatum(effects);
-		values[8] = Int64GetDatum(new_version);
-		if (ExecSaved(&insert_approval_stmt, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
-			SPI_processed != 1)
-			elog(ERROR, "could not insert approval");
-		expires_at = GetResultDatum(0, 1, &isnull);
-
-		DetailsText(&details, "approval_id",
-					DatumGetCString(DirectFunctionCall1(uuid_out, values[0])));
-		DetailsText(&details, "expires_at", TimestampJson(expires_at));
-		DetailsInt(&details, "effect_count", effect_count);
-		DetailsText(&details, "requested_by", requested_by);
-		if (audience)
-			DetailsJsonb(&details, "audience",
-						 DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-															CStringGetDatum(audience_json.data))));
-		CardIdentity(&details, card);
-		RecordEvent(key, NULL, "approval_requested", requested_by, DetailsFinish(&details));
-
-		row[0] = values[0];
-		row[1] = CStringGetTextDatum(token);
-		row[2] = expires_at;
+		InsertApproval(key, new_version, effects, effect_count, expires_in, card, audience,
+					   audience_json.data, requested_by, &details, &approval);
+		row[0] = UUIDPGetDatum(approval.approval_id);
+		row[1] = CStringGetTextDatum(approval.token);
+		row[2] = approval.expires_at;
 		row[3] = Int64GetDatum(new_version);
 		rownulls[0] = rownulls[1] = rownulls[2] = rownulls[3] = false;
 	}

@@ -1,47 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * src/effects.c
- *	  Effects: the effects argument, and enqueue_effect, the automatic
- *	  path (no human). The rows are the outbox's (src/outbox.c).
- *
- * Design note. An effect is recorded in idemgate.outbox in the same
- * transaction that decides it may happen: enqueue_effect moves the run
- * processing → approved, consume_approval moves it awaiting_human →
- * approved. Both hold the run's row lock (FOR UPDATE) while inserting, so
- * two inserts for one key never race; UNIQUE (idempotency_key, effect_type,
- * target) with ON CONFLICT DO NOTHING makes a re-enqueue (after a
- * reinjected run is recovered) return the existing effect instead of
- * making a second row. A retried enqueue_effect on a run it already
- * approved (live owner, current version, only effects already enqueued) is
- * answered from the outbox and changes nothing. The dispatcher only sends
- * effects of approved runs and is woken after commit.
+ *	  Effects: the effects argument of enqueue_effect and request_approval
+ *	  (parsed and checked here), and inserting them for consume_approval.
+ *	  The rows are the outbox's (src/outbox.c); enqueue_effect, the
+ *	  automatic path, is src/enqueue.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
-#include "funcapi.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
-#include "utils/uuid.h"
 
 #include "args.h"
-#include "crypto.h"
-#include "doc_limits.h"
 #include "effects.h"
 #include "events.h"
 #include "idemgate_limits.h"
 #include "outbox.h"
-#include "runs.h"
-#include "spi_util.h"
-#include "sqlstates.h"
-
-PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
 
 #define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
 #define MAX_TARGET_BYTES IDEMGATE_MAX_TARGET_BYTES
@@ -154,6 +132,12 @@ ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
 	}
 
 	out->type = EffectString(obj, "type", name, MAX_TYPE_BYTES, &out->type_len);
+	if (IsReservedEffectType(out->type))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s.type \"%s\" is reserved", name, TruncateForMessage(out->type)),
+				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are idemgate's own (re-runs, see idemgate.register_rerun)."),
+				 errhint("Name the type without that prefix.")));
 	out->target = EffectString(obj, "target", name, MAX_TARGET_BYTES, &out->target_len);
 	payload = getKeyJsonValueFromContainer(obj, "payload", 7, NULL);
 	if (payload == NULL)
@@ -165,11 +149,8 @@ ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
 	out->has_not_before = EffectNotBefore(obj, name, &out->not_before);
 }
 
-/*
- * ParseEffects splits the effects argument into its effects (see
- * ValidateEffects) and returns how many there are.
- */
-static int
+/* ParseEffects splits the effects argument into its effects; see effects.h. */
+int
 ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out)
 {
 	ParsedEffect *parsed;
@@ -250,81 +231,4 @@ InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor,
 	int			n = ParseEffects(effects, "effects", &parsed);
 
 	return InsertOutboxEffects(key, parsed, n, automatic, actor, details);
-}
-
-/*
- * idemgate_enqueue_effect implements enqueue_effect(key, owner, version,
- * effects): the automatic path. As the live owner of a processing run, the
- * caller's effects are inserted and the run becomes approved in one step.
- * A row of NULLs when ownership was lost; IG002 from any other state,
- * except a replay: on an approved run, the live owner at the current
- * version passing only effects already enqueued gets their ids and the
- * current version back, and nothing changes.
- */
-Datum
-idemgate_enqueue_effect(PG_FUNCTION_ARGS)
-{
-	text	   *key = KeyArg(fcinfo, 0, "key");
-	pg_uuid_t  *owner;
-	int64		version;
-	Jsonb	   *effects;
-	ParsedEffect *parsed;
-	int			n;
-	OwnedRun	run;
-	int64		new_version;
-	EventDetails details;
-	ReturnSetInfo *rsinfo;
-	Datum		row[2] = {0, 0};
-	bool		rownulls[2] = {true, true};
-
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
-	RequireArg(fcinfo, 3, "effects");
-	CheckDocumentArg(fcinfo, 3, "effects");
-	effects = PG_GETARG_JSONB_P(3);
-	n = ParseEffects(effects, "effects", &parsed);	/* checked before anything is locked */
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ConnectSPI();
-	/* One event: the enqueue and the state change it makes. */
-	DetailsInit(&details);
-	new_version = MoveOwnedProcessingRun(key, owner, version, "approved", &details, &run);
-	if (new_version < 0 && run.found && run.owned)
-	{
-		/* A replay may repeat only effects already enqueued. */
-		ArrayType  *existing = strcmp(run.state, "approved") == 0 ?
-			ExistingEffectIds(key, parsed, n) : NULL;
-
-		if (strcmp(run.state, "approved") == 0 && existing == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("run \"%s\" is already approved; effects not enqueued before cannot be added",
-							text_to_cstring(key)),
-					 errdetail("enqueue_effect adds effects only while the run is processing; a replay may repeat only effects already enqueued."),
-					 errhint("Send new effects under a new key, or use idemgate.supersede() once this run is finished.")));
-		if (existing == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("illegal transition of run \"%s\" from %s to approved",
-							text_to_cstring(key), run.state),
-					 errdetail("enqueue_effect approves only a run that is processing."),
-					 strcmp(run.state, "awaiting_human") == 0 ?
-					 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
-					 errhint("The effects of this run were already decided; stop here.")));
-		row[0] = PointerGetDatum(existing);
-		row[1] = Int64GetDatum(run.version);
-		rownulls[0] = rownulls[1] = false;
-	}
-	if (new_version >= 0)
-	{
-		row[1] = Int64GetDatum(new_version);
-		row[0] = PointerGetDatum(InsertOutboxEffects(key, parsed, n, true, NULL, &details));
-		rownulls[0] = rownulls[1] = false;
-	}
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
-	SPI_finish();
-	return (Datum) 0;
 }

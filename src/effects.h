@@ -2,8 +2,8 @@
  *
  * src/effects.h
  *	  Effects: parsing the effects argument and inserting effects into the
- *	  outbox. Shared by enqueue_effect (the automatic path) and
- *	  consume_approval (the human path).
+ *	  outbox. Shared by enqueue_effect (the automatic path, src/enqueue.c),
+ *	  request_approval and consume_approval (the human path).
  *
  *-------------------------------------------------------------------------
  */
@@ -15,11 +15,21 @@
 #include "utils/jsonb.h"
 
 #include "events.h"
+#include "outbox.h"
+
+/*
+ * ParseEffects checks the effects argument like ValidateEffects and splits
+ * it into its effects (*out, palloc'd, input order; has_not_before set from
+ * the optional not_before field, cancel_window false). Returns how many.
+ */
+extern int	ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out);
 
 /*
  * ValidateEffects checks that effects is one effect object or a non-empty
  * array of them, each {"type": non-empty text, "target": non-empty text,
- * "payload": any JSON}, with no other fields and no (type, target) twice.
+ * "payload": any JSON, "not_before": optional timestamptz}, with no other
+ * fields, no reserved type (IDEMGATE_RESERVED_TYPE_PREFIX) and no (type,
+ * target) twice.
  * Raises 22023 naming the problem (e.g. effects[2].target) under argname.
  * Returns the number of effects.
  */

@@ -4,8 +4,8 @@
  *	  The one-jsonb-argument forms of the functions a workflow calls
  *	  (docs/n8n.md): request_approval, peek_approval, consume_approval,
  *	  enqueue_effect, cas_transition, renew_lease, fail, record_validation,
- *	  claim_effects, complete_effect and fail_effect. (claim(jsonb) lives in
- *	  src/runs.c.)
+ *	  claim_effects, complete_effect, fail_effect and cancel_in_window.
+ *	  (claim(jsonb) lives in src/runs.c.)
  *
  * Design note. n8n's Postgres node pastes query parameters into the query
  * as literals, and splits a plain parameter list on commas, so a workflow
@@ -99,6 +99,7 @@ extern PGDLLEXPORT Datum idemgate_record_validation(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum idemgate_claim_effects(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum idemgate_complete_effect(PG_FUNCTION_ARGS);
 extern PGDLLEXPORT Datum idemgate_fail_effect(PG_FUNCTION_ARGS);
+extern PGDLLEXPORT Datum idemgate_cancel_in_window(PG_FUNCTION_ARGS);
 
 /*
  * The forms: each typed function's fields, in its argument order, and for
@@ -290,6 +291,22 @@ Datum
 idemgate_fail_effect_request(PG_FUNCTION_ARGS)
 {
 	return CallWithRequest(fcinfo, &fail_effect_form);
+}
+
+static const RequestForm cancel_in_window_form = {
+	"cancel_in_window", idemgate_cancel_in_window, 3,
+	{
+		REQ("effect_id", FIELD_UUID),
+		REQ("approver", FIELD_TEXT),
+		OPT("reason", FIELD_TEXT)
+	}
+};
+
+PG_FUNCTION_INFO_V1(idemgate_cancel_in_window_request);
+Datum
+idemgate_cancel_in_window_request(PG_FUNCTION_ARGS)
+{
+	return CallWithRequest(fcinfo, &cancel_in_window_form);
 }
 
 /* FieldList renders the form's field names, "a, b and c", for messages. */

@@ -29,8 +29,8 @@ SELECT results_eq($$SELECT p.proname::text COLLATE "default", pg_get_function_ar
                            ('complete_effect', 'request jsonb', 'boolean'),
                            ('consume_approval', 'request jsonb', 'TABLE(outcome text, idempotency_key text, effect_ids uuid[])'),
                            ('consume_approval', 'token text, decision text, approver text, reason text DEFAULT NULL::text', 'TABLE(outcome text, idempotency_key text, effect_ids uuid[])'),
-                           ('enqueue_effect', 'key text, owner uuid, version bigint, effects jsonb', 'TABLE(effect_ids uuid[], version bigint)'),
-                           ('enqueue_effect', 'request jsonb', 'TABLE(effect_ids uuid[], version bigint)'),
+                           ('enqueue_effect', 'key text, owner uuid, version bigint, effects jsonb', 'TABLE(effect_ids uuid[], version bigint, review_requested jsonb)'),
+                           ('enqueue_effect', 'request jsonb', 'TABLE(effect_ids uuid[], version bigint, review_requested jsonb)'),
                            ('expire_approvals', '', 'integer'),
                            ('fail', 'key text, owner uuid, version bigint, error_class text, error text, retryable boolean', 'text'),
                            ('fail', 'request jsonb', 'text'),
@@ -127,7 +127,7 @@ SELECT col_type_is('idemgate', rel, col, type, rel || '.' || col || ' is ' || ty
 -- EXTENSION itself, is not (no duplicate rows).
 SELECT results_eq($$SELECT c::regclass::text FROM pg_extension e, unnest(e.extconfig) AS c
                      WHERE e.extname = 'idemgate' ORDER BY c::regclass::text$$,
-                  $$VALUES ('idemgate.alert_state'), ('idemgate.approvals'), ('idemgate.control'), ('idemgate.dead_letters'), ('idemgate.dead_letters_id_seq'), ('idemgate.effect_type_grants'), ('idemgate.effect_type_rollup'), ('idemgate.endpoints'), ('idemgate.events'), ('idemgate.events_id_seq'), ('idemgate.granted_bundles'), ('idemgate.metrics_rollup'), ('idemgate.outbox'), ('idemgate.paused_effect_types'), ('idemgate.runs'), ('idemgate.watched_workflows')$$, 'the tables and sequences pg_dump dumps');
+                  $$VALUES ('idemgate.alert_state'), ('idemgate.approvals'), ('idemgate.control'), ('idemgate.dead_letters'), ('idemgate.dead_letters_id_seq'), ('idemgate.effect_type_grants'), ('idemgate.effect_type_policies'), ('idemgate.effect_type_rollup'), ('idemgate.endpoints'), ('idemgate.events'), ('idemgate.events_id_seq'), ('idemgate.granted_bundles'), ('idemgate.metrics_rollup'), ('idemgate.outbox'), ('idemgate.paused_effect_types'), ('idemgate.run_metrics_rollup'), ('idemgate.runs'), ('idemgate.watched_workflows')$$, 'the tables and sequences pg_dump dumps');
 -- The kill switch row is dumped too; restoring it (COPY of the dumped row)
 -- updates the row CREATE EXTENSION made: one row, the restored state.
 INSERT INTO idemgate.control (singleton, actions_enabled, changed_at, changed_by, reason)
@@ -201,7 +201,7 @@ SELECT results_eq($$SELECT * FROM idemgate.request_approval(key => 'contract-c1'
                   $$VALUES (NULL::uuid, NULL::text, NULL::timestamptz, NULL::bigint)$$, 'a stranger: request_approval gives a row of NULLs');
 SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect(key => 'contract-c1', owner => gen_random_uuid(), version => 0,
                       effects => '{"type": "contract_t", "target": "a", "payload": {}}')$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'a stranger: enqueue_effect gives a row of NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'a stranger: enqueue_effect gives a row of NULLs');
 SELECT lease_owner AS o FROM idemgate.runs WHERE idempotency_key = 'contract-c1' \gset
 SELECT throws_ok(format($$SELECT idemgate.cas_transition(key => 'contract-c1', owner => %L, version => 0, new_state => 'nope')$$, :'o'),
                  '22023', 'argument "new_state" must be a run state, not "nope"', 'an unknown state');
@@ -278,7 +278,7 @@ SELECT is(:effects, 1, 'one effect enqueued');
 SELECT is(:v2::bigint, :v::bigint + 1, 'the version is bumped');
 SELECT results_eq(format($$SELECT * FROM idemgate.enqueue_effect(key => 'contract-e1', owner => %L, version => %s,
                              effects => '{"type": "contract_e", "target": "x", "payload": {"p": 1}}')$$, :'o', :v),
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'a stale version: a row of NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'a stale version: a row of NULLs');
 SELECT results_eq($$SELECT count(*), (SELECT state FROM idemgate.runs WHERE idempotency_key = 'contract-e1')
                       FROM idemgate.outbox WHERE idempotency_key = 'contract-e1'$$,
                   $$VALUES (1::bigint, 'approved')$$, 'one row for the key, the run approved');

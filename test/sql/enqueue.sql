@@ -12,7 +12,7 @@ BEGIN
   INSERT INTO runs_t VALUES (p_name, c.idempotency_key, c.lease_owner, c.version)
   ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, version = excluded.version;
 END $$;
-CREATE FUNCTION pg_temp.enq(name text, effects jsonb) RETURNS TABLE(effect_ids uuid[], version bigint)
+CREATE FUNCTION pg_temp.enq(name text, effects jsonb) RETURNS TABLE(effect_ids uuid[], version bigint, review_requested jsonb)
 LANGUAGE sql AS $$
   SELECT e.* FROM runs_t r, idemgate.enqueue_effect(r.key, r.owner, r.version, effects) e
   WHERE r.name = enq.name $$;
@@ -22,8 +22,8 @@ SELECT * FROM no_plan();
 SELECT pg_temp.claim_as('one') \g /dev/null
 CREATE TEMP TABLE got AS
   SELECT * FROM pg_temp.enq('one', '{"type": "email", "target": "ana@example.com", "payload": {"subject": "Hola"}}');
-SELECT results_eq('SELECT array_length(effect_ids, 1), version FROM got', $$VALUES (1, 1::bigint)$$,
-                  'one effect id, version 1');
+SELECT results_eq('SELECT array_length(effect_ids, 1), version, review_requested FROM got', $$VALUES (1, 1::bigint, NULL::jsonb)$$,
+                  'one effect id, version 1, no review (no policy)');
 SELECT results_eq($$SELECT o.effect_id = g.effect_ids[1], o.effect_type, o.target, o.payload, o.state, o.attempts
                       FROM idemgate.outbox o, got g WHERE o.idempotency_key = 'enqueue-one'$$,
                   $$VALUES (true, 'email', 'ana@example.com', '{"subject": "Hola"}'::jsonb, 'pending', 0)$$,
@@ -40,7 +40,7 @@ SELECT results_eq($$SELECT kind, actor, details - 'effect_ids',
 
 -- The old (owner, version) no longer owns the run: a row of NULLs, nothing added.
 SELECT results_eq($$SELECT * FROM pg_temp.enq('one', '{"type": "email", "target": "other@example.com", "payload": {}}')$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'the old version: a row of NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'the old version: a row of NULLs');
 SELECT is((SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'enqueue-one'), 1::bigint, 'nothing added');
 -- The live owner with the new version: the run is approved now, so a new
 -- effect is IG002 (a new effect needs a new key), alone or beside an old one.
@@ -65,10 +65,10 @@ SELECT results_eq($$SELECT state, version, (SELECT count(*) FROM idemgate.outbox
 -- The replay is owner-checked like the first call: stale version or stranger → NULLs.
 SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect('enqueue-one', (SELECT owner FROM runs_t WHERE name = 'one'), 0,
                                        '{"type": "email", "target": "ana@example.com", "payload": {"subject": "Hola"}}')$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'a replay with a stale version: NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'a replay with a stale version: NULLs');
 SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect('enqueue-one', gen_random_uuid(), 1,
                                        '{"type": "email", "target": "ana@example.com", "payload": {"subject": "Hola"}}')$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'a replay by a stranger: NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'a replay by a stranger: NULLs');
 
 -- An array: ids come back in input order, one row per effect.
 SELECT pg_temp.claim_as('many') \g /dev/null
@@ -96,17 +96,17 @@ SELECT is((SELECT count(*) FROM idemgate.events WHERE idempotency_key = 'enqueue
 SELECT pg_temp.claim_as('stranger') \g /dev/null
 SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect('enqueue-stranger', gen_random_uuid(), 0,
                                        '{"type": "email", "target": "t", "payload": {}}')$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'a stranger: NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'a stranger: NULLs');
 SELECT results_eq($$SELECT e.* FROM runs_t r, idemgate.enqueue_effect(r.key, r.owner, r.version + 7,
                                        '{"type": "email", "target": "t", "payload": {}}') e
                      WHERE r.name = 'stranger'$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'a wrong version: NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'a wrong version: NULLs');
 SELECT results_eq($$SELECT state, version, (SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'enqueue-stranger')
                       FROM idemgate.runs WHERE idempotency_key = 'enqueue-stranger'$$,
                   $$VALUES ('processing', 0::bigint, 0::bigint)$$, 'the run is unchanged');
 SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect('enqueue-no-such-key', gen_random_uuid(), 0,
                                        '{"type": "email", "target": "t", "payload": {}}')$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'an unknown key: NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'an unknown key: NULLs');
 
 -- Re-enqueue after the run came back (as a reinjected run does): the same
 -- (key, type, target) returns the existing effect, only the new one is added.

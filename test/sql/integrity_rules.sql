@@ -97,7 +97,7 @@ SELECT is_empty($$SELECT conrelid::regclass, conname FROM pg_constraint
 -- run, or one that is not the caller's, gets a row of NULLs and nothing) ...
 SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect('ir-no-such-run', gen_random_uuid(), 0,
                       '{"type": "ir_mail", "target": "x", "payload": {}}')$$,
-                  $$VALUES (NULL::uuid[], NULL::bigint)$$, 'enqueue_effect for a run that does not exist: NULLs');
+                  $$VALUES (NULL::uuid[], NULL::bigint, NULL::jsonb)$$, 'enqueue_effect for a run that does not exist: NULLs');
 SELECT results_eq($$SELECT approval_id, token FROM idemgate.request_approval('ir-no-such-run', gen_random_uuid(), 0,
                       '{"type": "ir_mail", "target": "x", "payload": {}}')$$,
                   $$VALUES (NULL::uuid, NULL::text)$$, 'request_approval for a run that does not exist: NULLs');

@@ -308,7 +308,7 @@ SELECT results_eq($$SELECT x::text FROM (SELECT * FROM idemgate.request_approval
                   '* FROM idemgate.request_approval(''{"key": "request-forms-3", "owner": "6c1f3a52-3c5e-4d1f-9d59-2b...');
 
 SELECT results_eq($$SELECT x::text FROM (SELECT * FROM idemgate.enqueue_effect('{"key": "request-forms-3", "owner": "6c1f3a52-3c5e-4d1f-9d59-2b8f2d1e0a11", "version": "1", "effects": {"type": "t", "target": "x", "payload": {}}}'::jsonb)) x$$,
-                  $$VALUES ('(,)')$$,
+                  $$VALUES ('(,,)')$$,
                   '* FROM idemgate.enqueue_effect(''{"key": "request-forms-3", "owner": "6c1f3a52-3c5e-4d1f-9d59-2b8f...');
 
 SELECT results_eq($$SELECT x::text FROM (SELECT * FROM idemgate.record_validation('{"key": "request-forms-3", "owner": "6c1f3a52-3c5e-4d1f-9d59-2b8f2d1e0a11", "version": "1", "output": {}, "schema": {"type": "object"}}'::jsonb)) x$$,
