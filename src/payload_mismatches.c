@@ -17,6 +17,9 @@
  * episode. When every slot is taken, the one whose last mismatch is the
  * oldest is reused.
  *
+ * An operator who has investigated clears this database's counts with
+ * clear_payload_mismatches() (audited), which ends the alert at once.
+ *
  * The counts are lost when the server restarts (or crashes and resets
  * shared memory), and without shared_preload_libraries nothing is
  * counted: docs/operations.md says so. The server log keeps every IG001
@@ -35,11 +38,14 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "events.h"
 #include "idemgate_limits.h"
 #include "payload_mismatches.h"
+#include "spi_util.h"
 #include "shmem_segment.h"
 
 PG_FUNCTION_INFO_V1(idemgate_payload_mismatches);
+PG_FUNCTION_INFO_V1(idemgate_clear_payload_mismatches);
 
 /* A key as shown: at most IDEMGATE_ALERT_KEY_CHARS characters. */
 #define KEY_BYTES (IDEMGATE_ALERT_KEY_CHARS * MAX_MULTIBYTE_CHAR_LEN + 1)
@@ -216,4 +222,43 @@ idemgate_payload_mismatches(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * idemgate_clear_payload_mismatches implements clear_payload_mismatches():
+ * forgets this database's counts (the payload_mismatch alert clears), and
+ * records who did it and what was forgotten. Returns the number of
+ * mismatches forgotten.
+ */
+Datum
+idemgate_clear_payload_mismatches(PG_FUNCTION_ARGS)
+{
+	int64		cleared = 0;
+	int			workflows = 0;
+	EventDetails details;
+
+	if (Mismatches != NULL)
+	{
+		SpinLockAcquire(&Mismatches->lock);
+		for (int i = 0; i < IDEMGATE_MISMATCH_SLOTS; i++)
+		{
+			MismatchSlot *s = &Mismatches->slots[i];
+
+			if (s->dboid != MyDatabaseId)
+				continue;
+			cleared += s->count;
+			workflows++;
+			s->dboid = InvalidOid;
+		}
+		SpinLockRelease(&Mismatches->lock);
+	}
+
+	ConnectSPI();
+	DetailsInit(&details);
+	DetailsInt(&details, "workflows", workflows);
+	DetailsInt(&details, "mismatches", cleared);
+	RecordEvent(NULL, NULL, "payload_mismatches_cleared",
+				GetUserNameFromId(GetSessionUserId(), false), DetailsFinish(&details));
+	SPI_finish();
+	PG_RETURN_INT64(cleared);
 }

@@ -103,6 +103,13 @@ COMMENT ON FUNCTION idemgate.payload_mismatches() IS
 'Claims refused with IG001 (same key, different payload) per workflow since the server started (their transactions rolled back; counted in shared memory, so only with shared_preload_libraries, and lost at a restart): mismatches, first and last time, the first keys, and firing (the last one less than an hour ago: the payload_mismatch alert)';
 REVOKE ALL ON FUNCTION idemgate.payload_mismatches() FROM PUBLIC;
 
+CREATE FUNCTION idemgate.clear_payload_mismatches() RETURNS bigint
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_clear_payload_mismatches';
+COMMENT ON FUNCTION idemgate.clear_payload_mismatches() IS
+'Forget this database''s payload mismatch counts once they are investigated (the payload_mismatch alert clears at once; not undone by a rollback); audited as payload_mismatches_cleared. Returns the number of mismatches forgotten';
+REVOKE ALL ON FUNCTION idemgate.clear_payload_mismatches() FROM PUBLIC;
+
 -- ---------------------------------------------------------------------------
 -- Run processing times per workflow (src/metrics.c). metrics() keeps its
 -- 1.1 row type: a column added to a function's result changes its type
@@ -477,6 +484,7 @@ COMMENT ON VIEW idemgate.alerts IS
 INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('reader', 'idemgate.payload_mismatches()'),
     ('operator', 'idemgate.payload_mismatches()'),
+    ('operator', 'idemgate.clear_payload_mismatches()'),
     ('reader', 'idemgate.run_metrics(timestamptz)'),
     ('operator', 'idemgate.run_metrics(timestamptz)');
 INSERT INTO idemgate.bundle_members (bundle, rel) VALUES

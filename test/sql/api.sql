@@ -26,8 +26,8 @@ SELECT has_function('idemgate', 'claim_lease', ARRAY['text', 'bytea', 'uuid', 'i
 SELECT function_returns('idemgate', 'claim_lease', ARRAY['text', 'bytea', 'uuid', 'interval'], 'setof record');
 SELECT has_function('idemgate', 'claim', ARRAY['jsonb']);
 SELECT function_returns('idemgate', 'claim', ARRAY['jsonb'], 'setof record');
-SELECT has_function('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid']);
-SELECT function_returns('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid'], 'setof record');
+SELECT has_function('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid', 'text']);
+SELECT function_returns('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid', 'text'], 'setof record');
 SELECT has_function('idemgate', 'complete_effect', ARRAY['uuid', 'uuid', 'text', 'integer']);
 SELECT function_returns('idemgate', 'complete_effect', ARRAY['uuid', 'uuid', 'text', 'integer'], 'boolean');
 SELECT has_function('idemgate', 'consume_approval', ARRAY['text', 'text', 'text', 'text']);
@@ -120,11 +120,11 @@ SELECT function_privs_are('idemgate', 'claim', ARRAY['jsonb'], 'api_approver', A
 SELECT function_privs_are('idemgate', 'claim', ARRAY['jsonb'], 'api_reader', ARRAY[]::text[]);
 SELECT function_privs_are('idemgate', 'claim', ARRAY['jsonb'], 'api_operator', ARRAY['EXECUTE']);
 SELECT function_privs_are('idemgate', 'claim', ARRAY['jsonb'], 'public', ARRAY[]::text[]);
-SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid'], 'api_client', ARRAY['EXECUTE']);
-SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid'], 'api_approver', ARRAY[]::text[]);
-SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid'], 'api_reader', ARRAY[]::text[]);
-SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid'], 'api_operator', ARRAY['EXECUTE']);
-SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid'], 'public', ARRAY[]::text[]);
+SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid', 'text'], 'api_client', ARRAY['EXECUTE']);
+SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid', 'text'], 'api_approver', ARRAY[]::text[]);
+SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid', 'text'], 'api_reader', ARRAY[]::text[]);
+SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid', 'text'], 'api_operator', ARRAY['EXECUTE']);
+SELECT function_privs_are('idemgate', 'claim', ARRAY['text', 'jsonb', 'interval', 'text', 'uuid', 'text'], 'public', ARRAY[]::text[]);
 SELECT function_privs_are('idemgate', 'complete_effect', ARRAY['uuid', 'uuid', 'text', 'integer'], 'api_client', ARRAY['EXECUTE']);
 SELECT function_privs_are('idemgate', 'complete_effect', ARRAY['uuid', 'uuid', 'text', 'integer'], 'api_approver', ARRAY[]::text[]);
 SELECT function_privs_are('idemgate', 'complete_effect', ARRAY['uuid', 'uuid', 'text', 'integer'], 'api_reader', ARRAY[]::text[]);

@@ -45,7 +45,7 @@ SELECT results_eq($$SELECT a.token_hash = idemgate.hash_token(t.token), a.token_
                   'only the SHA-256 of the token is stored, with the request');
 -- The request is audited with the card's identity fields, never its model
 -- output, in one event with the state change it made.
-SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'expires_at' - 'info', details ? 'expires_at',
+SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'expires_at' - 'info' - 'processing_ms', details ? 'expires_at',
                            coalesce(details->>'approval_id', details->'info'->>'approval_id') = (SELECT approval_id::text FROM t WHERE name = 'ok')
                       FROM idemgate.events WHERE idempotency_key = 'approvals-ok' AND kind IN ('approval_requested', 'state_changed')
                       ORDER BY id$$,

@@ -91,7 +91,7 @@ SELECT results_eq($$SELECT r.state, r.result, a.decision, a.approver_subject, a.
                             'cancelled', 'ana', true)$$,
                   'the run fails like a rejection; the approval is consumed');
 SELECT is((SELECT status FROM idemgate.approval_status WHERE idempotency_key = 'cx-ap-1'), 'consumed', 'approval_status: consumed');
-SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'expires_at' FROM idemgate.events
+SELECT results_eq($$SELECT kind, actor, details - 'approval_id' - 'expires_at' - 'processing_ms' FROM idemgate.events
                      WHERE idempotency_key = 'cx-ap-1' AND kind IN ('approval_requested', 'approval_cancelled', 'state_changed')
                      ORDER BY id$$,
                   $$VALUES ('approval_requested', NULL::text, '{"to": "awaiting_human", "from": "processing", "version": 1, "effect_count": 1}'::jsonb),

@@ -13,11 +13,13 @@ SET LOCAL deadlock_timeout = '60s';
 LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs,
            idemgate.events, idemgate.dead_letters, idemgate.watched_workflows,
            idemgate.metrics_rollup, idemgate.effect_type_rollup, idemgate.endpoints,
-           idemgate.paused_effect_types IN ACCESS EXCLUSIVE MODE;
+           idemgate.paused_effect_types, idemgate.run_metrics_rollup IN ACCESS EXCLUSIVE MODE;
 TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events,
          idemgate.dead_letters, idemgate.watched_workflows, idemgate.alert_state,
          idemgate.metrics_rollup, idemgate.effect_type_rollup, idemgate.endpoints,
-         idemgate.paused_effect_types;
+         idemgate.paused_effect_types, idemgate.run_metrics_rollup;
+-- Other files' IG001 refusals are counted in shared memory, not in a table.
+SELECT idemgate.clear_payload_mismatches() \g /dev/null
 CREATE SCHEMA tap;
 CREATE EXTENSION pgtap SCHEMA tap;
 SET LOCAL search_path = tap, public;
@@ -196,6 +198,21 @@ idemgate_retries{window="7d"} 2
 # HELP idemgate_retry_exhausted Effects dead-lettered after their last attempt in the window.
 # TYPE idemgate_retry_exhausted gauge
 idemgate_retry_exhausted{window="7d"} 1
+# HELP idemgate_run_attempts Run attempts that left processing in the window (completed, failed, or handed to an approval or the outbox).
+# TYPE idemgate_run_attempts gauge
+idemgate_run_attempts{window="7d",workflow="metrics-wf"} 8
+# HELP idemgate_run_processing_p50_seconds Median processing time of a run attempt, from its claim to leaving processing, over the window (NaN without attempts): what a lease is sized from.
+# TYPE idemgate_run_processing_p50_seconds gauge
+idemgate_run_processing_p50_seconds{window="7d",workflow="metrics-wf"} 0
+# HELP idemgate_run_processing_p95_seconds 95th percentile of the processing time of a run attempt over the window (NaN without attempts).
+# TYPE idemgate_run_processing_p95_seconds gauge
+idemgate_run_processing_p95_seconds{window="7d",workflow="metrics-wf"} 0
+# HELP idemgate_run_processing_max_seconds Longest processing time of a run attempt over the window (NaN without attempts).
+# TYPE idemgate_run_processing_max_seconds gauge
+idemgate_run_processing_max_seconds{window="7d",workflow="metrics-wf"} 0
+# HELP idemgate_run_retry_exhausted Runs failed for good after idemgate.max_run_attempts retryable failures in the window.
+# TYPE idemgate_run_retry_exhausted gauge
+idemgate_run_retry_exhausted{window="7d",workflow="metrics-wf"} 0
 # HELP idemgate_unknown_effects Effects whose delivery is unknown now (check with the provider, then resolve_effect).
 # TYPE idemgate_unknown_effects gauge
 idemgate_unknown_effects 1
@@ -263,7 +280,11 @@ idemgate_dispatchers_running N
 # TYPE idemgate_alerts_firing gauge
 idemgate_alerts_firing{alert="dead_letters",severity="warning",subject="effect_type:metrics_e1"} 1
 idemgate_alerts_firing{alert="kill_switch_off",severity="info",subject="kill_switch"} 1
+idemgate_alerts_firing{alert="terminal_failure",severity="warning",subject="workflow:metrics-wf"} 1
 idemgate_alerts_firing{alert="unknown_effects",severity="warning",subject="effect_type:metrics_e3"} 1
+# HELP idemgate_alert_first_keys The first keys of the runs a firing alert is about (label keys); the value is the alert's count.
+# TYPE idemgate_alert_first_keys gauge
+idemgate_alert_first_keys{alert="terminal_failure",subject="workflow:metrics-wf",keys="metrics-8"} 1
 $prom$,
           'prometheus: the same figures');
 SELECT ok(substring(idemgate.prometheus() FROM 'idemgate_dispatchers_running (\d+)')::int
@@ -275,8 +296,8 @@ SELECT results_eq($$SELECT count(*) FILTER (WHERE l ~ '^# HELP idemgate_[a-z0-9_
                            count(*) FILTER (WHERE l ~ '^idemgate_[a-z0-9_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? (NaN|-?[0-9.e+-]+)$'),
                            count(*)
                       FROM regexp_split_to_table(rtrim(idemgate.prometheus(), E'\n'), E'\n') AS l$$,
-                  $$VALUES (25::bigint, 25::bigint, 57::bigint, 107::bigint)$$,
-                  '25 HELP, 25 TYPE, 57 samples, 107 lines');
+                  $$VALUES (31::bigint, 31::bigint, 64::bigint, 126::bigint)$$,
+                  '31 HELP, 31 TYPE, 64 samples, 126 lines');
 -- No family is a summary or a histogram, so no sample may carry their
 -- reserved labels (promtool check metrics flags a "quantile" label on a
 -- gauge): the approval waits are two gauges, p50 and p95.

@@ -21,7 +21,7 @@ SELECT throws_ok(q, code, msg, q) FROM (VALUES
   ($$SELECT * FROM idemgate.claim('bad-1', '{}', '1 month')$$, '22023', 'argument "lease" must be greater than 0 s and at most 3600 s'),
   -- claim(jsonb): missing and mistyped fields
   ($$SELECT * FROM idemgate.claim(NULL::jsonb)$$, '22004', 'argument "request" must not be NULL'),
-  ($$SELECT * FROM idemgate.claim('[1, 2]'::jsonb)$$, '22023', 'argument "request" must be a JSON object with fields key, payload, lease, workflow and owner'),
+  ($$SELECT * FROM idemgate.claim('[1, 2]'::jsonb)$$, '22023', 'argument "request" must be a JSON object with fields key, payload, lease, workflow, owner and origin'),
   ($$SELECT * FROM idemgate.claim('{"payload": {}}'::jsonb)$$, '22004', 'field "key" of argument "request" must not be missing or null'),
   ($$SELECT * FROM idemgate.claim('{"key": "bad-1"}'::jsonb)$$, '22004', 'field "payload" of argument "request" must not be missing or null'),
   ($$SELECT * FROM idemgate.claim('{"key": "bad-1", "payload": null}'::jsonb)$$, '22004', 'field "payload" of argument "request" must not be missing or null'),
