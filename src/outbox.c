@@ -34,10 +34,13 @@
  * with backoff for endpoints that honour the key).
  *
  * Completing a run. After an effect is completed its run row is locked
- * (always effect first, then run, the same order everywhere) and a fresh
- * snapshot checks whether any effect of the run is still not completed.
- * Two effects of one run completing at once serialise on the run lock, so
- * the second one sees the first committed and completes the run.
+ * (always effect first, then run, the same order everywhere) and a
+ * snapshot taken after that lock, whatever the transaction's isolation
+ * level (src/runs.c, CompleteLockedRuns), checks whether any effect of the
+ * run is still not completed. Two effects of one run completing at once
+ * serialise on the run lock, so the second one sees the first committed
+ * and completes the run, also in REPEATABLE READ and SERIALIZABLE
+ * transactions whose own snapshot is older than the first one's commit.
  *
  *-------------------------------------------------------------------------
  */
@@ -133,7 +136,7 @@ static SavedStatement claim_stmt = {
  * which would otherwise AND in a scan of the whole outbox_sending_idx
  * (dead entries included). The same statement then locks the approved runs
  * of those effects as lock_runs_stmt does (rows with a NULL effect_id),
- * so that complete_runs_stmt, in the next statement's fresh snapshot, sees
+ * so that complete_runs_stmt, in a snapshot taken after these locks, sees
  * a sibling effect completed by a transaction that held the run's lock.
  */
 static SavedStatement complete_stmt = {

@@ -193,8 +193,11 @@ static SavedStatement lock_original_stmt = {
  * Completing runs, in two statements for a batch of keys. First lock the
  * approved runs, in key order (two batches never deadlock): a sibling
  * effect completing at the same time in another transaction serialises
- * here. Then, in a fresh snapshot taken after the locks (so the sibling's
- * commit is seen), complete those with no open effect, storing
+ * here. Then, in a snapshot taken after the locks, whatever the isolation
+ * level (ExecSavedLatest: under REPEATABLE READ or SERIALIZABLE the
+ * transaction's snapshot may predate the sibling's commit, and both would
+ * leave the run approved for ever), complete those with no open effect,
+ * storing
  * {"effects": [...]} when the run has no result of its own (NULL, or the
  * failure record fail() left before the run was recovered; docs/n8n.md). The
  * run row records this change itself (a run with effects only ever
@@ -1216,13 +1219,17 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 /*
  * CompleteLockedRuns completes the runs of keys (a text[] datum), locked by
  * this transaction and approved when locked, that have no effect in another
- * state than completed or cancelled. Must be called inside SPI.
+ * state than completed or cancelled, and returns how many it completed.
+ * Every transaction that settles an effect locks its run afterwards, so
+ * with the locks held, a snapshot taken now sees every settled sibling
+ * (see complete_runs_stmt). Must be called inside SPI.
  */
-void
+int
 CompleteLockedRuns(Datum keys)
 {
-	if (ExecSaved(&complete_runs_stmt, &keys, NULL, false, 0) != SPI_OK_UPDATE)
+	if (ExecSavedLatest(&complete_runs_stmt, &keys, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not complete runs");
+	return (int) SPI_processed;
 }
 
 /*
@@ -1337,4 +1344,33 @@ MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version, const char *t
 	if (run->found && run->owned && strcmp(run->state, "processing") == 0)
 		return MoveRunState(key, "processing", to_state, NULL, false, details);
 	return -1;
+}
+
+/*
+ * A re-run's carrier (src/rerun.c): a run that is approved from the start,
+ * with no lease, no workflow and no payload of its own (its one effect
+ * carries the input), so that the dispatcher may send that effect.
+ */
+static SavedStatement insert_approved_stmt = {
+	"INSERT INTO idemgate.runs (idempotency_key, state, payload_hash)"
+	" VALUES ($1, 'approved', $2)"
+	" ON CONFLICT (idempotency_key) DO NOTHING",
+	2, {TEXTOID, BYTEAOID}
+};
+
+/*
+ * InsertApprovedRun inserts run key as approved, holding its new row;
+ * false when the key exists already (nothing changed). Must be called
+ * inside SPI.
+ */
+bool
+InsertApprovedRun(text *key, bytea *payload_hash)
+{
+	Datum		values[2];
+
+	values[0] = PointerGetDatum(key);
+	values[1] = PointerGetDatum(payload_hash);
+	if (ExecSaved(&insert_approved_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not insert run");
+	return SPI_processed == 1;
 }

@@ -53,11 +53,18 @@ extern int64 SetRunState(text *key, const char *from_state, const char *to_state
  * locked while they were approved. Both must be called inside SPI.
  */
 extern void CompleteRunIfDone(text *key);
-extern void CompleteLockedRuns(Datum keys);
+extern int	CompleteLockedRuns(Datum keys);
 
 /* Operator commands and record_validation; inside SPI. */
 extern char *LockRunState(text *key);
 extern void ResetRunFailures(text *key);
 extern int32 CountValidation(text *key);
+
+/*
+ * InsertApprovedRun inserts run key approved at version 0, without lease,
+ * workflow or payload (a re-run's carrier, src/rerun.c); false when key
+ * exists. Inside SPI.
+ */
+extern bool InsertApprovedRun(text *key, bytea *payload_hash);
 
 #endif

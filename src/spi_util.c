@@ -12,6 +12,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 
 #include "spi_util.h"
 
@@ -26,14 +27,18 @@ ConnectSPI(void)
 }
 
 /*
- * ExecSaved runs a saved statement, preparing it on first use, and returns
- * the SPI result code. Errors from the statement propagate as usual.
+ * ExecSavedIn runs a saved statement, preparing it on first use, in
+ * snapshot (InvalidSnapshot: as SPI chooses, the transaction's in
+ * REPEATABLE READ and SERIALIZABLE) and returns the SPI result code. Errors
+ * from the statement propagate as usual.
  */
-int
-ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
-		  bool read_only, long count)
+static int
+ExecSavedIn(SavedStatement *stmt, Datum *values, const char *nulls,
+			bool read_only, long count, Snapshot snapshot)
 {
 	int			rc;
+	int			nest = 0;
+	bool		planning;
 
 	if (stmt->plan == NULL)
 	{
@@ -48,8 +53,9 @@ ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 		stmt->plan = plan;
 		stmt->planned = false;
 	}
-	if ((stmt->cursor_options & CURSOR_OPT_GENERIC_PLAN) &&
-		(!stmt->planned || !SPI_plan_is_valid(stmt->plan)))
+	planning = (stmt->cursor_options & CURSOR_OPT_GENERIC_PLAN) &&
+		(!stmt->planned || !SPI_plan_is_valid(stmt->plan));
+	if (planning)
 	{
 		/*
 		 * This execution makes the generic plan: index scans only, and no
@@ -58,24 +64,57 @@ ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 		 * later execution compiled its expressions with LLVM first: 65% of
 		 * the pull API's CPU with 200,000 effects (bench/pull).
 		 */
-		int			nest = NewGUCNestLevel();
-
+		nest = NewGUCNestLevel();
 		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	if (snapshot == InvalidSnapshot)
 		rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+	else
+		rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
+								  read_only, true, count);
+	if (planning)
+	{
 		AtEOXact_GUC(true, nest);
 		stmt->planned = true;
 	}
-	else
-		rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s",
 			 stmt->sql, SPI_result_code_string(rc));
 	return rc;
+}
+
+/*
+ * ExecSaved runs a saved statement, preparing it on first use, and returns
+ * the SPI result code. Errors from the statement propagate as usual.
+ */
+int
+ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
+		  bool read_only, long count)
+{
+	return ExecSavedIn(stmt, values, nulls, read_only, count, InvalidSnapshot);
+}
+
+/*
+ * ExecSavedLatest is ExecSaved in a snapshot taken now rather than the
+ * transaction's: whatever the isolation level, the statement sees every
+ * transaction that committed before it started, and this transaction's own
+ * changes, as a statement in READ COMMITTED does. It is for a check made
+ * after taking the row locks that every writer of what is checked holds
+ * while it writes, so that nothing the check depends on can be in flight
+ * (docs/outbox.md, "Completing a run"). PostgreSQL's own foreign key checks
+ * do the same under REPEATABLE READ (ri_triggers.c, GetLatestSnapshot).
+ * Rows it changes need not be visible to the transaction's snapshot: no
+ * cross-check is made.
+ */
+int
+ExecSavedLatest(SavedStatement *stmt, Datum *values, const char *nulls, long count)
+{
+	return ExecSavedIn(stmt, values, nulls, false, count, GetLatestSnapshot());
 }
 
 /* GetResultDatum returns column col (1-based) of result row row. */

@@ -37,6 +37,8 @@ typedef struct SavedStatement
 
 extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 					  bool read_only, long count);
+extern int	ExecSavedLatest(SavedStatement *stmt, Datum *values, const char *nulls,
+							long count);
 extern Datum GetResultDatum(int row, int col, bool *isnull);
 extern void ConnectSPI(void);
 extern void SetTextParam(Datum *values, char *nulls, int i, const char *s);
