@@ -137,13 +137,14 @@ test('continue on fail: a missing field (22004) of another operation goes to its
 	});
 });
 
-test('a parameter error fails before any call; with continue on fail its item names the parameter, code null', async () => {
+test('a parameter error (bad JSON) fails before any call; with continue on fail its item names the parameter, code null', async () => {
 	await withBackend(() => { throw new Error('must not be called'); }, async (sent) => {
-		await assert.rejects(new Idemgate().execute.call(fakeContext(null, [{ resource: 'run', operation: 'complete', key: 'k', owner: '', version: 1 }])),
-			(e) => e instanceof NodeOperationError && /"owner" is required/.test(e.message));
-		const out = await new Idemgate().execute.call(fakeContext(null, [{ resource: 'run', operation: 'complete', key: 'k', owner: '', version: 1 }], { continueOnFail: true }));
+		const item = { resource: 'run', operation: 'complete', key: 'k', owner: OWNER, version: 1, result: '{not json' };
+		await assert.rejects(new Idemgate().execute.call(fakeContext(null, [item])),
+			(e) => e instanceof NodeOperationError && /"result" is not valid JSON/.test(e.message) && e.context.parameter === 'result');
+		const out = await new Idemgate().execute.call(fakeContext(null, [item], { continueOnFail: true }));
 		assert.equal(out[0][0].json.code, null);
-		assert.equal(out[0][0].json.error.parameter, 'owner');
+		assert.equal(out[0][0].json.error.parameter, 'result');
 		assert.equal(sent.length, 0);
 	});
 });
