@@ -36,6 +36,7 @@
 #include "endpoints.h"
 #include "events.h"
 #include "guc.h"
+#include "outbox.h"
 #include "rate_limit.h"
 #include "spi_util.h"
 #include "idemgate_limits.h"
@@ -221,12 +222,12 @@ HeaderError(const char *msg, const char *name)
 }
 
 /*
- * CheckHeaders validates the headers object: string values, token names,
+ * CheckEndpointHeaders validates the headers object: string values, token names,
  * no CR/LF or other control characters, no reserved or duplicate names.
  * Returns the names as a JSON array for the audit event.
  */
-static Jsonb *
-CheckHeaders(Jsonb *headers)
+Jsonb *
+CheckEndpointHeaders(Jsonb *headers)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -286,6 +287,70 @@ CheckHeaders(Jsonb *headers)
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(names.data)));
 }
 
+/* UpsertEndpoint creates or replaces an endpoint row; see endpoints.h. */
+bool
+UpsertEndpoint(text *effect_type, text *url, Interval *timeout, int32 max_attempts,
+			   bool honors, Jsonb *headers, text *provider_id_field)
+{
+	Datum		values[7];
+	bool		isnull;
+
+	values[0] = PointerGetDatum(effect_type);
+	values[1] = PointerGetDatum(url);
+	values[2] = IntervalPGetDatum(timeout);
+	values[3] = Int32GetDatum(max_attempts);
+	values[4] = BoolGetDatum(honors);
+	values[5] = JsonbPGetDatum(headers);
+	values[6] = PointerGetDatum(provider_id_field);
+	if (ExecSaved(&upsert_stmt, values, NULL, false, 1) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not register endpoint");
+	return DatumGetBool(GetResultDatum(0, 1, &isnull));
+}
+
+/*
+ * AuditEndpointUrl adds what the audit trail keeps of an endpoint's URL to
+ * details: only the scheme and a fingerprint of the host. Paths and
+ * queries can hold secrets, and readers see the events, so an internal
+ * host name is not written there (docs/operations.md, "The audit trail").
+ * The fingerprint tells whether two registrations point at the same host;
+ * idemgate.endpoints (operators) holds the URL itself.
+ */
+void
+AuditEndpointUrl(EventDetails *details, const char *url)
+{
+	CURLU	   *h = curl_url();
+	char	   *scheme = NULL;
+	char	   *host = NULL;
+
+	if (h != NULL)
+	{
+		char	   *part = NULL;
+
+		if (curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK)
+		{
+			if (curl_url_get(h, CURLUPART_SCHEME, &part, 0) == CURLUE_OK && part)
+				scheme = pstrdup(part);
+			curl_free(part);
+			part = NULL;
+			if (curl_url_get(h, CURLUPART_HOST, &part, 0) == CURLUE_OK && part)
+				host = pstrdup(part);
+			curl_free(part);
+		}
+		curl_url_cleanup(h);
+	}
+	DetailsText(details, "scheme", scheme);
+	if (host != NULL)
+	{
+		uint8		digest[IDEMGATE_SHA256_LEN];
+		char		hex[IDEMGATE_SHA256_LEN * 2 + 1];
+
+		Sha256(host, strlen(host), digest);
+		hex[hex_encode((const char *) digest, IDEMGATE_HOST_FINGERPRINT_BYTES, hex)] = '\0';
+		DetailsText(details, "host_sha256", hex);
+	}
+}
+
 /*
  * idemgate_register_endpoint implements register_endpoint(effect_type,
  * url, timeout, max_attempts, honors_idempotency_key, headers,
@@ -304,18 +369,19 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	Jsonb	   *headers;
 	Jsonb	   *header_names;
 	text	   *provider_id_field;
-	Datum		values[7];
-	bool		isnull;
 	bool		created;
-	CURLU	   *h;
-	char	   *scheme = NULL;
-	char	   *host = NULL;
 	EventDetails details;
 	Datum		rate_limit;
 	bool		rate_null;
 	Datum		max_in_flight;
 	bool		max_null;
 
+	if (IsReservedEffectType(text_to_cstring(effect_type)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("effect type \"%s\" is reserved", TruncateForMessage(text_to_cstring(effect_type))),
+				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are idemgate's own."),
+				 errhint("Register a workflow's re-run endpoint with idemgate.register_rerun(workflow, url).")));
 	if (!EndpointUrlAllowed(url_str, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -332,63 +398,21 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	honors = PG_GETARG_BOOL(4);
 	RequireArg(fcinfo, 5, "headers");
 	headers = PG_GETARG_JSONB_P(5);
-	header_names = CheckHeaders(headers);
+	header_names = CheckEndpointHeaders(headers);
 	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", IDEMGATE_MAX_NAME_BYTES);
 	/* 1.1: rate_limit, max_in_flight (src/rate_limit.c). */
 	EndpointLimitsArgs(fcinfo, 7, &rate_limit, &rate_null, &max_in_flight, &max_null);
 
 	ConnectSPI();
-	values[0] = PointerGetDatum(effect_type);
-	values[1] = PointerGetDatum(url);
-	values[2] = IntervalPGetDatum(timeout);
-	values[3] = Int32GetDatum(max_attempts);
-	values[4] = BoolGetDatum(honors);
-	values[5] = JsonbPGetDatum(headers);
-	values[6] = PointerGetDatum(provider_id_field);
-	if (ExecSaved(&upsert_stmt, values, NULL, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not register endpoint");
-	created = DatumGetBool(GetResultDatum(0, 1, &isnull));
+	created = UpsertEndpoint(effect_type, url, timeout, max_attempts, honors, headers,
+							 provider_id_field);
 	if (PG_NARGS() > 7)			/* the 1.1 signature; 1.0 has no such columns */
 		StoreEndpointLimits(effect_type, rate_limit, rate_null, max_in_flight, max_null);
 
-	/*
-	 * Only the scheme and a fingerprint of the host are audited: paths and
-	 * queries can hold secrets, and readers see the events, so an internal
-	 * host name is not written there (docs/operations.md, "The audit
-	 * trail"). The fingerprint tells whether two registrations point at the
-	 * same host; idemgate.endpoints (operators) holds the URL itself.
-	 */
-	h = curl_url();
-	if (h != NULL)
-	{
-		char	   *part = NULL;
-
-		if (curl_url_set(h, CURLUPART_URL, url_str, 0) == CURLUE_OK)
-		{
-			if (curl_url_get(h, CURLUPART_SCHEME, &part, 0) == CURLUE_OK && part)
-				scheme = pstrdup(part);
-			curl_free(part);
-			part = NULL;
-			if (curl_url_get(h, CURLUPART_HOST, &part, 0) == CURLUE_OK && part)
-				host = pstrdup(part);
-			curl_free(part);
-		}
-		curl_url_cleanup(h);
-	}
 	DetailsInit(&details);
 	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
 	DetailsBool(&details, "created", created);
-	DetailsText(&details, "scheme", scheme);
-	if (host != NULL)
-	{
-		uint8		digest[IDEMGATE_SHA256_LEN];
-		char		hex[IDEMGATE_SHA256_LEN * 2 + 1];
-
-		Sha256(host, strlen(host), digest);
-		hex[hex_encode((const char *) digest, IDEMGATE_HOST_FINGERPRINT_BYTES, hex)] = '\0';
-		DetailsText(&details, "host_sha256", hex);
-	}
+	AuditEndpointUrl(&details, url_str);
 	DetailsInt(&details, "timeout_ms", IntervalToUsecs(timeout) / 1000);
 	DetailsInt(&details, "max_attempts", max_attempts);
 	DetailsBool(&details, "honors_idempotency_key", honors);

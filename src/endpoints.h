@@ -9,6 +9,10 @@
 #define IDEMGATE_ENDPOINTS_H
 
 #include "postgres.h"
+#include "datatype/timestamp.h"
+#include "utils/jsonb.h"
+
+#include "events.h"
 
 /*
  * EndpointUrlAllowed tells whether url may receive effects under the current
@@ -26,5 +30,27 @@ extern bool EndpointUrlAllowed(const char *url, char **why);
  * addresses (src/http.c checks every other connection).
  */
 extern bool EndpointHostListed(const char *url);
+
+/*
+ * CheckEndpointHeaders validates an endpoint's extra headers (a JSON object
+ * of string values, HTTP token names, no CR/LF, none the dispatcher sets
+ * itself, no duplicates) and returns their names as a JSON array for the
+ * audit trail (never the values, which may be secrets). 22023 otherwise.
+ */
+extern Jsonb *CheckEndpointHeaders(Jsonb *headers);
+
+/*
+ * UpsertEndpoint creates or replaces the endpoint row of effect_type
+ * (register_endpoint, register_rerun) and tells whether it was created.
+ * The caller checked every value. Must be called inside SPI.
+ */
+extern bool UpsertEndpoint(text *effect_type, text *url, Interval *timeout, int32 max_attempts,
+						   bool honors, Jsonb *headers, text *provider_id_field);
+
+/*
+ * AuditEndpointUrl adds the scheme and a fingerprint of the host of url to
+ * an event's details: never the host itself, the path or the query.
+ */
+extern void AuditEndpointUrl(EventDetails *details, const char *url);
 
 #endif

@@ -64,6 +64,16 @@
  */
 #define IDEMGATE_MAX_HONOURED_RETRY_AFTER_SECS	(24 * SECS_PER_HOUR)
 
+/*
+ * A workflow's re-run endpoint (register_rerun) is the endpoint of effect
+ * type "idemgate.rerun:<workflow>", which must fit an effect type's bytes:
+ * the workflow name may be 15 bytes (the prefix) shorter. A re-post is
+ * tried this many times (the workflow's own claim dedupes).
+ */
+#define IDEMGATE_RERUN_TYPE_PREFIX_BYTES	15
+#define IDEMGATE_MAX_RERUN_WORKFLOW_BYTES	(IDEMGATE_MAX_NAME_BYTES - IDEMGATE_RERUN_TYPE_PREFIX_BYTES)
+#define IDEMGATE_RERUN_MAX_ATTEMPTS		3
+
 /* Longest lease claim_effects hands out. */
 #define IDEMGATE_MAX_EFFECT_LEASE_SECS	SECS_PER_HOUR
 

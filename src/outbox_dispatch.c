@@ -15,6 +15,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "outbox.h"
 #include "outbox_dispatch.h"
 #include "spi_util.h"
 
@@ -31,7 +32,10 @@
  * index, so a deep backlog is never sorted), skipping rows another
  * dispatcher or a pull worker holds. Types are visited in random order so
  * that one type's backlog cannot starve the others. The dispatcher reads the RETURNING columns
- * in this order (outbox_dispatch.h).
+ * in this order (outbox_dispatch.h). The body is the envelope {effect_id,
+ * idempotency_key, effect_type, target, payload, attempt}, except for a
+ * re-run (IDEMGATE_RERUN_TYPE_PREFIX, src/rerun.c): its body is the
+ * payload itself, the run's input as the workflow first received it.
  */
 static SavedStatement claim_stmt = {
 	"WITH due AS MATERIALIZED ("
@@ -65,9 +69,11 @@ static SavedStatement claim_stmt = {
 	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"
 	"         FROM pg_catalog.jsonb_each_text(e.headers) h"
 	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"
-	"   pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
-	"     'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
-	"     'attempt', o.attempts)::text,"
+	"   CASE WHEN pg_catalog.starts_with(o.effect_type, '" IDEMGATE_RERUN_TYPE_PREFIX "')"
+	"        THEN o.payload::text"
+	"        ELSE pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
+	"          'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
+	"          'attempt', o.attempts)::text END,"
 	"   o.effect_type, e.rate_limit, e.max_in_flight",
 	3, {INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
 };

@@ -20,7 +20,10 @@
  *	- run letter: the run (failed_terminal) goes back to failed_retryable
  *	  with its failure count reset, so the next delivery of the same event
  *	  recovers it through claim. This is the one sanctioned exit from
- *	  failed_terminal.
+ *	  failed_terminal. When the run's workflow has a re-run endpoint
+ *	  (register_rerun), its stored input is also re-posted there through
+ *	  the outbox, in the same transaction (src/rerun.c says why that effect
+ *	  belongs to a carrier run and not to this one).
  *
  * resolve_effect settles an unknown effect after an operator asked the
  * provider: delivered → completed (and the run completes with its last
@@ -41,6 +44,7 @@
 #include "events.h"
 #include "idemgate_limits.h"
 #include "outbox.h"
+#include "rerun.h"
 #include "runs.h"
 #include "spi_util.h"
 #include "sqlstates.h"
@@ -102,19 +106,24 @@ ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, bool raise)
 static ReinjectOutcome
 ReinjectRun(int64 id, text *key, const char *actor, bool raise)
 {
-	char	   *state = LockRunState(key);
+	pg_uuid_t	nobody;
+	OwnedRun	run;
 	EventDetails details;
 
-	if (state == NULL)
+	/* Locks the run and reads its state, workflow and input (no owner). */
+	memset(&nobody, 0, sizeof(nobody));
+	LockOwnedRun(key, &nobody, -1, &run);
+	if (!run.found)
 		return Refuse(raise, id, "its run no longer exists");
-	if (strcmp(state, "failed_terminal") != 0)
-		return Refuse(raise, id, psprintf("its run is %s, not failed_terminal", state));
+	if (strcmp(run.state, "failed_terminal") != 0)
+		return Refuse(raise, id, psprintf("its run is %s, not failed_terminal", run.state));
 
-	/* One event: the reinjection and the state change it makes. */
+	/* One event: the reinjection, the state change and the re-post. */
 	DetailsInit(&details);
 	MoveRunState(key, "failed_terminal", "failed_retryable", NULL, false, &details);
 	ResetRunFailures(key);
 	DetailsInt(&details, "dead_letter_id", id);
+	RequestRerun(id, key, run.workflow, run.payload, actor, &details);
 	RecordEvent(key, NULL, "run_reinjected", actor, DetailsFinish(&details));
 	return REINJECT_DONE;
 }
