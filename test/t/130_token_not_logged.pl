@@ -17,7 +17,8 @@
 #    - the same failing call by a role without those settings does log
 #      its (fake) token, so the grep would catch a leak;
 #    - revoke_role takes the settings away once the role holds neither
-#      client nor approver.
+#      client nor approver;
+#    - ALTER EXTENSION UPDATE gives them to roles granted before 1.2.
 use strict;
 use warnings;
 
@@ -122,6 +123,24 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_db_role_setting WHERE 
 $node->safe_psql('postgres', "SELECT idemgate.revoke_role('approver_app', 'client')");
 is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_db_role_setting WHERE setrole = 'approver_app'::regrole}),
 	'0', 'reset when it holds neither');
+
+# A role granted client under 1.1 (whose grant_role set nothing: reset
+# here to stand for it) gets the settings from ALTER EXTENSION UPDATE.
+$node->safe_psql('postgres', 'CREATE DATABASE old');
+$node->safe_psql('old', "CREATE EXTENSION idemgate VERSION '1.1'");
+$node->safe_psql('postgres', 'CREATE ROLE old_client LOGIN');
+$node->safe_psql('old', "SELECT idemgate.grant_role('old_client', 'client')");
+$node->safe_psql('old', 'ALTER ROLE old_client RESET ALL');
+is($node->safe_psql('old', q{SELECT count(*) FROM pg_db_role_setting WHERE setrole = 'old_client'::regrole}),
+	'0', 'a client role granted before 1.2 has no settings');
+$node->safe_psql('old', 'ALTER EXTENSION idemgate UPDATE');
+is( $node->safe_psql(
+		'old', q{
+SELECT string_agg(s, ',' ORDER BY s) FROM pg_db_role_setting, unnest(setconfig) s
+ WHERE setrole = 'old_client'::regrole}),
+	'log_error_verbosity=terse,log_min_duration_statement=-1,log_min_error_statement=panic,'
+	  . 'log_parameter_max_length=0,log_parameter_max_length_on_error=0,log_statement=none',
+	'the update gives it the settings');
 
 $node->stop;
 done_testing();
