@@ -12,11 +12,27 @@
  *     input a person has to look at;
  *   - one of its effects is not settled (pending, sending or unknown): an
  *     operator still has to resolve, cancel or deliver it.
- * Candidate runs are locked FOR UPDATE SKIP LOCKED, so a purge never waits
- * for, nor races with, a transaction working on one of them; a skipped run
- * is purged next time. Everything happens in one statement (a saved plan).
- * In the same statement, what metrics() and the per-type counters count of
- * the doomed rows is added to the hourly rollup (METRICS_ROLLUP_CTES in
+ * Purge leaves nothing whose run is gone (no event, outbox row, approval
+ * or dead letter), also while claims and other calls race with it. A
+ * transaction that writes a row belonging to a run, in particular to a
+ * finished one, holds a lock on the run row from before it writes until it
+ * commits: a duplicate claim FOR NO KEY UPDATE (ON CONFLICT's lock, or
+ * src/claim_direct.c's) while it writes its duplicate event, supersede FOR
+ * KEY SHARE on the original, the rest FOR UPDATE or an UPDATE of the run.
+ * So purge works in two statements:
+ *   1. lock the candidate runs FOR UPDATE SKIP LOCKED. A run another
+ *      transaction holds is skipped (purged next time); one whose holder
+ *      has committed is locked, and that holder's rows are committed;
+ *   2. in a snapshot taken after those locks (ExecSavedLatest, whatever
+ *      the isolation level), delete the runs and everything of theirs.
+ * One statement would not do: its snapshot is taken before its locks, so a
+ * duplicate claim committing in between (it only locked the run, so the
+ * lock is granted at once) left its event behind for ever. A writer that
+ * comes after the locks waits for purge, then finds the run gone: a claim
+ * inserts the key afresh (claimed), the others find no run and write
+ * nothing. test/specs/purge_vs_claim.spec shows both orders.
+ * In the second statement, what metrics() and the per-type counters count
+ * of the doomed rows is added to the hourly rollup (METRICS_ROLLUP_CTES in
  * src/metrics.h), so the figures are the same before and after a purge.
  *
  * Finding the candidates must not read what is kept: with a retention of
@@ -25,8 +41,8 @@
  * was created before it, so the statement also asks created_at < bound,
  * which the BRIN index runs_created_brin answers with the old page ranges
  * only (runs are stored roughly in creation order). A BRIN index costs
- * almost nothing per claim, and created_at never changes, so updates of a
- * run stay HOT.
+ * almost nothing per claim, and created_at never changes, so it never
+ * makes an update of a run a non-HOT one.
  *
  * Open dead letters stay until an operator calls purge_dead_letters.
  * Events without a key (operator actions such as kill switch changes,
@@ -40,6 +56,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -53,9 +70,12 @@ PG_FUNCTION_INFO_V1(idemgate_purge);
 PG_FUNCTION_INFO_V1(idemgate_purge_dead_letters);
 
 
-static SavedStatement purge_stmt = {
-	"WITH doomed AS ("
-	" SELECT r.idempotency_key FROM idemgate.runs r"
+/*
+ * The runs to purge, locked (see the design note). The locks come before
+ * the snapshot purge_stmt reads their rows in.
+ */
+static SavedStatement doomed_stmt = {
+	"SELECT r.idempotency_key FROM idemgate.runs r"
 	" WHERE r.state IN ('completed', 'failed_terminal')"
 	"   AND r.updated_at < pg_catalog.now() - $1"
 	"   AND r.created_at < pg_catalog.now() - $1"	/* implied; see the note */
@@ -64,7 +84,14 @@ static SavedStatement purge_stmt = {
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
 	"                   WHERE o.idempotency_key = r.idempotency_key"
 	"                     AND o.state NOT IN ('completed', 'failed', 'cancelled'))"
-	" FOR UPDATE OF r SKIP LOCKED"
+	" FOR UPDATE OF r SKIP LOCKED",
+	1, {INTERVALOID}
+};
+
+/* Everything of the locked runs $1, and the runs. */
+static SavedStatement purge_stmt = {
+	"WITH doomed AS ("
+	" SELECT DISTINCT k.idempotency_key FROM pg_catalog.unnest($1::pg_catalog.text[]) AS k(idempotency_key)"
 	")"
 	METRICS_ROLLUP_CTES		/* what metrics() counts of them is kept */
 	", ev AS ("
@@ -86,7 +113,7 @@ static SavedStatement purge_stmt = {
 	" SELECT (SELECT pg_catalog.count(*) FROM ru), (SELECT pg_catalog.count(*) FROM ev),"
 	"        (SELECT pg_catalog.count(*) FROM ap), (SELECT pg_catalog.count(*) FROM ob),"
 	"        (SELECT pg_catalog.count(*) FROM dl)",
-	1, {INTERVALOID}
+	1, {TEXTARRAYOID}
 };
 
 static SavedStatement purge_dead_letters_stmt = {
@@ -131,13 +158,30 @@ idemgate_purge(PG_FUNCTION_ARGS)
 
 	ConnectSPI();
 	values[0] = IntervalPGetDatum(older_than);
-	if (ExecSaved(&purge_stmt, values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "purge statement failed");
-	for (int i = 0; i < 5; i++)
+	if (ExecSaved(&doomed_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "purge could not lock its runs");
+	memset(counts, 0, sizeof(counts));
+	if (SPI_processed > 0)
 	{
-		bool		isnull;
+		uint64		n = SPI_processed;
+		Datum	   *keys = palloc(sizeof(Datum) * n);
 
-		counts[i] = DatumGetInt64(GetResultDatum(0, i + 1, &isnull));
+		for (uint64 i = 0; i < n; i++)
+		{
+			bool		isnull;
+
+			keys[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
+		}
+		values[0] = PointerGetDatum(construct_array(keys, (int) n, TEXTOID, -1, false,
+													TYPALIGN_INT));
+		if (ExecSavedLatest(&purge_stmt, values, NULL, 0) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "purge statement failed");
+		for (int i = 0; i < 5; i++)
+		{
+			bool		isnull;
+
+			counts[i] = DatumGetInt64(GetResultDatum(0, i + 1, &isnull));
+		}
 	}
 
 	DetailsInit(&details);
