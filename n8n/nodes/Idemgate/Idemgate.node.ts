@@ -173,7 +173,7 @@ const properties: INodeProperties[] = [
 		required: true,
 		default: '={{ $json }}',
 		description:
-			'The input the run is for; the same key with a different payload is an error (IG001). For a webhook use {{ $JSON.body }}: headers differ between deliveries.',
+			'The input the run is for; the same key with a different payload is an error (IG001). Behind a webhook use the body only: headers differ between deliveries.',
 		displayOptions: show('run', 'claim'),
 	},
 	{

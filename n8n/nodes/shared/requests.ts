@@ -218,7 +218,7 @@ export function buildCall(resource: string, operation: string, get: Get): Call {
 		case 'approval.peek':
 			return {
 				sql: 'SELECT * FROM idemgate.peek_approval($1::jsonb)',
-				request: { token: required(get, 'token') },
+				request: compact({ token: required(get, 'token') }),
 			};
 		case 'approval.decide':
 			return {
