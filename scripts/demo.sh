@@ -17,7 +17,7 @@ bindir=$(pg_config --bindir)
 work=$(mktemp -d /tmp/idemgate-demo.XXXXXX)
 chown postgres "$work"
 port=${PORT:-55433}
-as_pg() { runuser -u postgres -- "$@"; }
+as_pg() { (cd / && runuser -u postgres -- "$@"); }	# from /: the checkout may be closed to postgres
 cleanup() {
   as_pg "$bindir/pg_ctl" -D "$work/data" -m fast stop >/dev/null 2>&1 || true
   [ -n "${sink_pid:-}" ] && kill "$sink_pid" 2>/dev/null || true
