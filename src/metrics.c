@@ -54,6 +54,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -61,6 +62,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/float.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "args.h"
@@ -190,6 +192,16 @@ static SavedStatement type_metrics_stmt = {
 	" LEFT JOIN failed f ON f.effect_type = t.effect_type"
 	" LEFT JOIN idemgate.effect_type_rollup r ON r.effect_type = t.effect_type"
 	" ORDER BY t.effect_type",
+	0, {InvalidOid}
+};
+
+/*
+ * Sampled reviews per type (effect policies, src/effect_policies.c): the
+ * counter kept in the policy row, so purge never lowers it.
+ */
+static SavedStatement reviews_stmt = {
+	"SELECT effect_type, reviews_requested FROM idemgate.effect_type_policies"
+	" WHERE review_sample > 0 OR reviews_requested > 0 ORDER BY effect_type",
 	0, {InvalidOid}
 };
 
@@ -598,6 +610,41 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * AppendReviewMetrics appends idemgate_reviews_requested_total per effect
+ * type: enqueue_effect calls that review_sample turned into an approval
+ * request. Nothing before the 1.2 schema. Must be called inside SPI; the
+ * text goes to buf, allocated in outcxt.
+ */
+static void
+AppendReviewMetrics(StringInfo buf, MemoryContext outcxt)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+	MemoryContext old;
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("effect_type_policies", nsp)))
+		return;
+	if (ExecSaved(&reviews_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "review count statement failed");
+	old = MemoryContextSwitchTo(outcxt);
+	appendStringInfoString(buf,
+						   "# HELP idemgate_reviews_requested_total enqueue_effect calls turned into an approval request by the type's review_sample, since its policy was set.\n"
+						   "# TYPE idemgate_reviews_requested_total counter\n");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		bool		isnull;
+		Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
+
+		appendStringInfoString(buf, "idemgate_reviews_requested_total{");
+		AppendLabel(buf, "effect_type", SPI_getvalue(tup, SPI_tuptable->tupdesc, 1));
+		appendStringInfoString(buf, "} ");
+		AppendFloat(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
+		appendStringInfoChar(buf, '\n');
+	}
+	MemoryContextSwitchTo(old);
+}
+
 /* One per-workflow family of run_metrics_stmt's columns. */
 typedef struct RunFamily
 {
@@ -657,8 +704,9 @@ AppendRunMetrics(StringInfo buf, TimestampTz since, const char *window, MemoryCo
  * idemgate_prometheus implements prometheus(): metrics(now() - 7 days) in
  * the Prometheus text exposition format. Windowed figures carry the label
  * window="7d"; the backlog figures have no label. Then the per-type
- * families (label effect_type), idemgate_dispatchers_running and
- * idemgate_alerts_firing (labels alert, severity, subject).
+ * families (label effect_type), idemgate_dispatchers_running,
+ * idemgate_alerts_firing (labels alert, severity, subject) and
+ * idemgate_reviews_requested_total (label effect_type).
  */
 Datum
 idemgate_prometheus(PG_FUNCTION_ARGS)
@@ -678,6 +726,7 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	RunMetrics(since, v, n, outcxt);
 	AppendRunMetrics(&runs, since, w, outcxt);
 	AppendOperations(&ops, outcxt);
+	AppendReviewMetrics(&ops, outcxt);
 	SPI_finish();
 
 #define COUNT(i) n[i], n[i] ? 0.0 : (double) DatumGetInt64(v[i])

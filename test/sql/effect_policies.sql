@@ -208,6 +208,10 @@ SELECT results_eq($$SELECT effect_ids, version, review_requested ? 'token', revi
                       FROM idemgate.enqueue_effect(jsonb_build_object('key', 'ep-s-json', 'owner', (SELECT owner FROM r WHERE k = 'ep-s-json'),
                                                                       'version', '0', 'effects', pg_temp.fx('ep_sampled')))$$,
                   $$VALUES ('{}'::uuid[], 1::bigint, true, true)$$, 'the jsonb form: review_requested with the token');
+SELECT results_eq($$SELECT reviews_requested FROM idemgate.effect_policies WHERE effect_type = 'ep_sampled'$$,
+                  $$VALUES (6::bigint)$$, 'six reviews counted so far');
+SELECT matches(idemgate.prometheus(), E'\\nidemgate_reviews_requested_total\\{effect_type="ep_sampled"\\} 6\\n',
+               'prometheus(): idemgate_reviews_requested_total{effect_type="ep_sampled"} 6');
 -- A stranger gets a row of NULLs and requests nothing.
 SELECT pg_temp.run('ep-s-stranger') \g /dev/null
 SELECT results_eq($$SELECT * FROM idemgate.enqueue_effect('ep-s-stranger', gen_random_uuid(), 0, pg_temp.fx('ep_sampled'))$$,
