@@ -297,9 +297,12 @@ KnownColumnDiffers(Relation rel, Form_pg_attribute att, const KnownColumn *k)
 			psprintf("column \"%s\" is not GENERATED ALWAYS AS IDENTITY", name);
 	if (att->attidentity != '\0')
 		return psprintf("column \"%s\" is an identity column", name);
+	/* No default: looked for, not planned (it may be one that never runs). */
+	if (k->def == DEF_NONE)
+		return build_column_default(rel, att->attnum) == NULL ? NULL :
+			psprintf("column \"%s\" has a default", name);
 	def = InsertedDefault(rel, att->attnum);
-	if (k->def == DEF_NONE ? def != NULL :
-		k->def == DEF_ZERO ? !IsZero(def, k->type) : !IsNow(def))
+	if (k->def == DEF_ZERO ? !IsZero(def, k->type) : !IsNow(def))
 		return psprintf("column \"%s\" has another default", name);
 	return NULL;
 }
@@ -521,7 +524,9 @@ CheckDirectTable(DirectTable *t, Relation rel)
 	if (t->cxt == NULL)
 		t->cxt = AllocSetContextCreate(CacheMemoryContext, "idemgate claim direct path",
 									   ALLOCSET_SMALL_SIZES);
+	/* Until the look is done, and after an error in it: the statement. */
 	t->checked = true;
+	t->fits = false;
 	t->natts = RelationGetDescr(rel)->natts;
 	t->id_seq = InvalidOid;
 	differs = TableDiffers(t, rel);
