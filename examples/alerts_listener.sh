@@ -7,9 +7,14 @@
 # names the alert, its severity, state and time only; the details (counts,
 # effect types, workflows) are read from idemgate.alerts again.
 #
-#   PGDATABASE=app PGUSER=oncall examples/alerts_listener.sh
+#   PGHOST=127.0.0.1 PGDATABASE=app PGUSER=oncall PGPASSWORD='<its password>' examples/alerts_listener.sh
 #
-# The role needs the reader bundle (SELECT idemgate.grant_role('oncall', 'reader')).
+# It connects like psql (PG* variables). The role logs in and needs the
+# reader bundle:
+#   CREATE ROLE oncall LOGIN PASSWORD '<its password>';
+#   SELECT idemgate.grant_role('oncall', 'reader');
+# (Debian's pg_hba.conf asks TCP clients on 127.0.0.1 for a password and
+# lets only the OS user of the same name in through the socket.)
 # The dispatcher publishes transitions about every second (publish_alerts);
 # without a dispatcher, an operator job must call idemgate.publish_alerts().
 # Pipe the output to a chat or paging command instead of the terminal.
