@@ -30,7 +30,7 @@ SELECT results_eq($$SELECT o.effect_id = g.effect_ids[1], o.effect_type, o.targe
                   'one pending outbox row with that id');
 SELECT results_eq($$SELECT state, version FROM idemgate.runs WHERE idempotency_key = 'enqueue-one'$$,
                   $$VALUES ('approved', 1::bigint)$$, 'the run is approved');
-SELECT results_eq($$SELECT kind, actor, details - 'effect_ids',
+SELECT results_eq($$SELECT kind, actor, details - 'effect_ids' - 'processing_ms',
                            details->'effect_ids' = (SELECT to_jsonb(effect_ids) FROM got)
                       FROM idemgate.events WHERE idempotency_key = 'enqueue-one' AND kind IN ('effects_enqueued', 'state_changed')
                      ORDER BY id$$,

@@ -123,7 +123,7 @@ SELECT throws_ok($$SELECT pg_temp.as_role('rr_client', 'SELECT count(*) FROM ide
 -- behaves as before, nothing is re-posted.
 CREATE TEMP TABLE dl2 AS SELECT pg_temp.dead('rr-other-1', 'rr-other-wf', '{"n": 1}') AS id
   UNION ALL SELECT pg_temp.dead('rr-nowf-1', NULL, '{"n": 2}');
-SELECT is(idemgate.reinject_all('ops'), 2, 'reinject_all reinjects both');
+SELECT is(idemgate.reinject_all('ops', NULL, now()), 2, 'reinject_all (this transaction''s letters) reinjects both');
 SELECT results_eq($$SELECT idempotency_key, state FROM idemgate.runs WHERE idempotency_key IN ('rr-other-1', 'rr-nowf-1') ORDER BY 1$$,
                   $$VALUES ('rr-nowf-1', 'failed_retryable'), ('rr-other-1', 'failed_retryable')$$, 'both are failed_retryable');
 SELECT is_empty($$SELECT 1 FROM idemgate.runs r, dl2 WHERE r.idempotency_key = 'idemgate.rerun:' || dl2.id$$, 'no carrier for either');
@@ -141,7 +141,7 @@ SELECT is((SELECT count(*) FROM idemgate.outbox WHERE effect_type LIKE 'idemgate
 
 -- reinject_all re-posts each run of a workflow with an endpoint.
 CREATE TEMP TABLE dl3 AS SELECT pg_temp.dead('rr-inv-' || g, 'rr-wf', jsonb_build_object('invoice', g)) AS id FROM generate_series(2, 4) g;
-SELECT is(idemgate.reinject_all('ops'), 3, 'reinject_all: three');
+SELECT is(idemgate.reinject_all('ops', NULL, now()), 3, 'reinject_all: three');
 SELECT results_eq($$SELECT o.target, o.payload FROM idemgate.outbox o JOIN dl3 ON o.idempotency_key = 'idemgate.rerun:' || dl3.id ORDER BY 1$$,
                   $$VALUES ('rr-inv-2', '{"invoice": 2}'::jsonb), ('rr-inv-3', '{"invoice": 3}'::jsonb), ('rr-inv-4', '{"invoice": 4}'::jsonb)$$,
                   'one re-post each, with its own input');
