@@ -228,6 +228,21 @@ SELECT results_eq($$SELECT count(*) FILTER (WHERE state = 'approved'), (SELECT r
                       FROM idemgate.runs WHERE idempotency_key LIKE 'ep-u-%'$$,
                   $$VALUES (40::bigint, 0::bigint)$$, 'all forty approved, none counted');
 
+-- review_sample 0.5: about half of 200 calls (a fair draw: outside 60..140
+-- happens with a probability below 1e-7).
+SELECT idemgate.set_effect_policy('ep_half', review_sample => 0.5, actor => 'ops') \g /dev/null
+SELECT pg_temp.run('ep-h-' || g) FROM generate_series(1, 200) g \g /dev/null
+CREATE TEMP TABLE half AS
+  SELECT e.review_requested IS NOT NULL AS reviewed FROM r, pg_temp.enq(r.k, pg_temp.fx('ep_half')) e WHERE r.k LIKE 'ep-h-%';
+SELECT ok((SELECT count(*) FILTER (WHERE reviewed) BETWEEN 60 AND 140 FROM half), 'review_sample 0.5: about half are reviews');
+SELECT results_eq($$SELECT (SELECT count(*) FILTER (WHERE reviewed) FROM half),
+                           (SELECT reviews_requested FROM idemgate.effect_policies WHERE effect_type = 'ep_half'),
+                           (SELECT count(*) FROM idemgate.runs WHERE idempotency_key LIKE 'ep-h-%' AND state = 'awaiting_human'),
+                           (SELECT count(*) FROM idemgate.runs WHERE idempotency_key LIKE 'ep-h-%' AND state = 'approved')
+                              + (SELECT count(*) FILTER (WHERE reviewed) FROM half)$$,
+                  $$SELECT count(*) FILTER (WHERE reviewed), count(*) FILTER (WHERE reviewed), count(*) FILTER (WHERE reviewed), 200::bigint FROM half$$,
+                  'each review counted once, its run awaiting a human; the others approved');
+
 -- cancel_window: automatic effects of the type are not due before the
 -- window ends (now() + 10 minutes here), or their own later not_before;
 -- outbox.cancel_until records the end.
