@@ -36,11 +36,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "args.h"
@@ -72,42 +74,66 @@ static SavedStatement lock_state_stmt = {
 	0, {InvalidOid}
 };
 
+/*
+ * PUBLISH_STATEMENT(K, SK, EK, SKS, EKS, TK): the compare-and-update and
+ * the payloads, with the alerts' first keys (1.2: K ", keys" etc.) or
+ * without them (a schema older than 1.2: README.md, "Upgrading").
+ */
+#define PUBLISH_STATEMENT(K, SK, EK, SKS, EKS, TK) \
+	"WITH cur AS MATERIALIZED (" \
+	" SELECT alert, subject, severity, message, count, since" K " FROM idemgate.alert_instances" \
+	"), gone AS (" \
+	" DELETE FROM idemgate.alert_state s" \
+	" WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.alert = s.alert AND cur.subject = s.subject)" \
+	" RETURNING s.alert, s.subject, s.severity, s.message, s.count, s.since" SK \
+	"), fresh AS (" \
+	" SELECT cur.* FROM cur" \
+	" WHERE NOT EXISTS (SELECT 1 FROM idemgate.alert_state s" \
+	"                   WHERE s.alert = cur.alert AND s.subject = cur.subject)" \
+	"), kept AS (" \
+	" INSERT INTO idemgate.alert_state AS s (alert, subject, severity, message, count, since" K ")" \
+	" SELECT alert, subject, severity, message, count, since" K " FROM cur" \
+	" ON CONFLICT (alert, subject) DO UPDATE" \
+	" SET severity = excluded.severity, message = excluded.message, count = excluded.count," \
+	"     since = excluded.since" EK ", updated_at = pg_catalog.now()" \
+	" WHERE (s.severity, s.message, s.count, s.since" SKS ")" \
+	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, excluded.since" EKS ")" \
+	" RETURNING 1" \
+	"), transitions AS (" \
+	" SELECT 'cleared'::text AS state, * FROM gone" \
+	" UNION ALL" \
+	" SELECT 'firing', * FROM fresh" \
+	")" \
+	" SELECT CASE WHEN $1 THEN pg_catalog.json_strip_nulls(pg_catalog.json_build_object(" \
+	"          'alert', t.alert, 'severity', t.severity, 'state', t.state," \
+	"          'at', COALESCE(t.since, pg_catalog.now()), 'subject', t.subject, 'count', t.count," \
+	"          'message', pg_catalog.left(t.message, " CppAsString2(IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS) ")," \
+	"          " TK "))::text" \
+	"        ELSE pg_catalog.json_build_object('alert', t.alert, 'severity', t.severity," \
+	"          'state', t.state, 'at', COALESCE(t.since, pg_catalog.now()))::text END" \
+	" FROM transitions t ORDER BY t.state, t.alert, t.subject"
+
 static SavedStatement publish_stmt = {
-	"WITH cur AS MATERIALIZED ("
-	" SELECT alert, subject, severity, message, count, since, keys FROM idemgate.alert_instances"
-	"), gone AS ("
-	" DELETE FROM idemgate.alert_state s"
-	" WHERE NOT EXISTS (SELECT 1 FROM cur WHERE cur.alert = s.alert AND cur.subject = s.subject)"
-	" RETURNING s.alert, s.subject, s.severity, s.message, s.count, s.since, s.keys"
-	"), fresh AS ("
-	" SELECT cur.* FROM cur"
-	" WHERE NOT EXISTS (SELECT 1 FROM idemgate.alert_state s"
-	"                   WHERE s.alert = cur.alert AND s.subject = cur.subject)"
-	"), kept AS ("
-	" INSERT INTO idemgate.alert_state AS s (alert, subject, severity, message, count, since, keys)"
-	" SELECT alert, subject, severity, message, count, since, keys FROM cur"
-	" ON CONFLICT (alert, subject) DO UPDATE"
-	" SET severity = excluded.severity, message = excluded.message, count = excluded.count,"
-	"     since = excluded.since, keys = excluded.keys, updated_at = pg_catalog.now()"
-	" WHERE (s.severity, s.message, s.count, s.since, s.keys)"
-	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, excluded.since,"
-	"                         excluded.keys)"
-	" RETURNING 1"
-	"), transitions AS ("
-	" SELECT 'cleared'::text AS state, * FROM gone"
-	" UNION ALL"
-	" SELECT 'firing', * FROM fresh"
-	")"
-	" SELECT CASE WHEN $1 THEN pg_catalog.json_strip_nulls(pg_catalog.json_build_object("
-	"          'alert', t.alert, 'severity', t.severity, 'state', t.state,"
-	"          'at', COALESCE(t.since, pg_catalog.now()), 'subject', t.subject, 'count', t.count,"
-	"          'message', pg_catalog.left(t.message, " CppAsString2(IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS) "),"
-	"          'keys', t.keys))::text"
-	"        ELSE pg_catalog.json_build_object('alert', t.alert, 'severity', t.severity,"
-	"          'state', t.state, 'at', COALESCE(t.since, pg_catalog.now()))::text END"
-	" FROM transitions t ORDER BY t.state, t.alert, t.subject",
+	PUBLISH_STATEMENT(", keys", ", s.keys", ", keys = excluded.keys", ", s.keys", ", excluded.keys",
+					  "'keys', t.keys"),
 	1, {BOOLOID}
 };
+
+static SavedStatement publish_stmt_11 = {
+	PUBLISH_STATEMENT("", "", "", "", "", "'keys', NULL::text[]"),
+	1, {BOOLOID}
+};
+
+/* PublishStatement returns the statement for the schema installed. */
+static SavedStatement *
+PublishStatement(void)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+	Oid			state = OidIsValid(nsp) ? get_relname_relid("alert_state", nsp) : InvalidOid;
+
+	return OidIsValid(state) && get_attnum(state, "keys") != InvalidAttrNumber ?
+		&publish_stmt : &publish_stmt_11;
+}
 
 /* WorkflowArg returns a required workflow name argument. */
 static text *
@@ -193,7 +219,7 @@ idemgate_publish_alerts(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	if (ExecSaved(&lock_state_stmt, NULL, NULL, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not lock idemgate.alert_state");
-	if (ExecSaved(&publish_stmt, &details, NULL, false, 0) != SPI_OK_SELECT)
+	if (ExecSaved(PublishStatement(), &details, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not compare alerts");
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)

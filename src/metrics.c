@@ -55,6 +55,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -63,10 +64,12 @@
 #include "utils/datum.h"
 #include "utils/float.h"
 #include "utils/lsyscache.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "args.h"
 #include "killswitch.h"
+#include "metrics.h"
 #include "spi_util.h"
 #include "idemgate_limits.h"
 
@@ -222,6 +225,34 @@ static SavedStatement alerts_stmt = {
 	" ORDER BY alert, subject",
 	0, {InvalidOid}
 };
+
+/* The same on a schema older than 1.2, whose alerts have no keys. */
+static SavedStatement alerts_stmt_11 = {
+	"SELECT alert, severity, subject, count, NULL::text FROM idemgate.alert_instances"
+	" ORDER BY alert, subject",
+	0, {InvalidOid}
+};
+
+/*
+ * RunMetricsInstalled tells whether the schema is 1.2's (it has
+ * idemgate.run_metrics_rollup): between installing this library and ALTER
+ * EXTENSION UPDATE it is older (README.md, "Upgrading"), and prometheus()
+ * and purge leave out what it does not have yet.
+ */
+bool
+RunMetricsInstalled(void)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("run_metrics_rollup", nsp));
+}
+
+/* AlertsStatement returns the alerts statement for the schema installed. */
+static SavedStatement *
+AlertsStatement(void)
+{
+	return RunMetricsInstalled() ? &alerts_stmt : &alerts_stmt_11;
+}
 
 #define TYPE_METRIC_COLUMNS 7
 
@@ -446,7 +477,7 @@ idemgate_alerts_firing(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	if (ExecSaved(&alerts_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+	if (ExecSaved(AlertsStatement(), NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "alerts statement failed");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -559,7 +590,7 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 				 false, running);
 	MemoryContextSwitchTo(old);
 
-	if (ExecSaved(&alerts_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
+	if (ExecSaved(AlertsStatement(), NULL, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "alerts statement failed");
 	old = MemoryContextSwitchTo(outcxt);
 	appendStringInfoString(buf,
@@ -724,7 +755,8 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	initStringInfo(&runs);
 	ConnectSPI();
 	RunMetrics(since, v, n, outcxt);
-	AppendRunMetrics(&runs, since, w, outcxt);
+	if (RunMetricsInstalled())
+		AppendRunMetrics(&runs, since, w, outcxt);
 	AppendOperations(&ops, outcxt);
 	AppendReviewMetrics(&ops, outcxt);
 	SPI_finish();

@@ -14,13 +14,14 @@
  * the same statement, so the same snapshot), they add to
  * idemgate.metrics_rollup, per UTC hour, what metrics() counts from those
  * runs' rows (the run's first claim, its events, its decided approvals'
- * waits), to idemgate.effect_type_rollup, per effect type, what
- * effect_type_metrics() counts (completed effects, dead-lettered failures),
- * and to idemgate.run_metrics_rollup, per UTC hour and workflow, what
- * run_metrics() counts (processing times in seconds, exhausted retries).
- * The figures are the same as in metrics_stmt, type_metrics_stmt and
- * run_metrics_stmt (src/metrics.c): change them together. Start with a
- * comma.
+ * waits), and to idemgate.effect_type_rollup, per effect type, what
+ * effect_type_metrics() counts (completed effects, dead-lettered failures).
+ * RUN_METRICS_ROLLUP_CTES adds to idemgate.run_metrics_rollup (1.2), per
+ * UTC hour and workflow, what run_metrics() counts (processing times in
+ * seconds, exhausted retries); RunMetricsInstalled() tells whether the
+ * schema has that table yet (README.md, "Upgrading"). The figures are the
+ * same as in metrics_stmt, type_metrics_stmt and run_metrics_stmt
+ * (src/metrics.c): change them together. Both start with a comma.
  */
 #define METRICS_ROLLUP_CTES \
 	", facts AS (" \
@@ -83,7 +84,10 @@
 	" ON CONFLICT (effect_type) DO UPDATE SET" \
 	"  completed = r.completed + excluded.completed, failed = r.failed + excluded.failed" \
 	" RETURNING 1" \
-	"), run_facts AS (" \
+	")"
+
+#define RUN_METRICS_ROLLUP_CTES \
+	", run_facts AS (" \
 	" SELECT e.at AS t, e.details ->> 'workflow' AS workflow," \
 	"  (e.details ->> 'processing_ms')::float8 / 1000 AS s," \
 	"  COALESCE((e.details -> 'info' ->> 'retry_exhausted')::boolean, false)::int AS exhausted" \
@@ -102,5 +106,7 @@
 	"  retry_exhausted = m.retry_exhausted + excluded.retry_exhausted" \
 	" RETURNING 1" \
 	")"
+
+extern bool RunMetricsInstalled(void);
 
 #endif

@@ -32,8 +32,9 @@
  * inserts the key afresh (claimed), the others find no run and write
  * nothing. test/specs/purge_vs_claim.spec shows both orders.
  * In the second statement, what metrics() and the per-type counters count
- * of the doomed rows is added to the hourly rollup (METRICS_ROLLUP_CTES in
- * src/metrics.h), so the figures are the same before and after a purge.
+ * of the doomed rows is added to the hourly rollups (METRICS_ROLLUP_CTES and
+ * RUN_METRICS_ROLLUP_CTES in src/metrics.h), so the figures are the same
+ * before and after a purge.
  *
  * Finding the candidates must not read what is kept: with a retention of
  * 30 days at a million runs a day, a sequential scan read 30 days of runs
@@ -88,31 +89,46 @@ static SavedStatement doomed_stmt = {
 	1, {INTERVALOID}
 };
 
-/* Everything of the locked runs $1, and the runs. */
+/*
+ * Everything of the locked runs $1, and the runs. PURGE_STATEMENT(R) with
+ * R the rollups' data-modifying CTEs: with run_metrics_rollup (1.2), or
+ * without it on an older schema (README.md, "Upgrading").
+ */
+#define PURGE_DELETES \
+	", ev AS (" \
+	" DELETE FROM idemgate.events e USING doomed x" \
+	" WHERE e.idempotency_key = x.idempotency_key RETURNING 1" \
+	"), dl AS (" \
+	" DELETE FROM idemgate.dead_letters d USING doomed x" \
+	" WHERE d.idempotency_key = x.idempotency_key RETURNING 1" \
+	"), ap AS (" \
+	" DELETE FROM idemgate.approvals a USING doomed x" \
+	" WHERE a.idempotency_key = x.idempotency_key RETURNING 1" \
+	"), ob AS (" \
+	" DELETE FROM idemgate.outbox o USING doomed x" \
+	" WHERE o.idempotency_key = x.idempotency_key RETURNING 1" \
+	"), ru AS (" \
+	" DELETE FROM idemgate.runs r USING doomed x" \
+	" WHERE r.idempotency_key = x.idempotency_key RETURNING 1" \
+	")" \
+	" SELECT (SELECT pg_catalog.count(*) FROM ru), (SELECT pg_catalog.count(*) FROM ev)," \
+	"        (SELECT pg_catalog.count(*) FROM ap), (SELECT pg_catalog.count(*) FROM ob)," \
+	"        (SELECT pg_catalog.count(*) FROM dl)"
+
+#define PURGE_STATEMENT(ROLLUPS) \
+	"WITH doomed AS (" \
+	" SELECT DISTINCT k.idempotency_key FROM pg_catalog.unnest($1::pg_catalog.text[]) AS k(idempotency_key)" \
+	")" \
+	ROLLUPS		/* what metrics() and run_metrics() count of them is kept */ \
+	PURGE_DELETES
+
 static SavedStatement purge_stmt = {
-	"WITH doomed AS ("
-	" SELECT DISTINCT k.idempotency_key FROM pg_catalog.unnest($1::pg_catalog.text[]) AS k(idempotency_key)"
-	")"
-	METRICS_ROLLUP_CTES		/* what metrics() counts of them is kept */
-	", ev AS ("
-	" DELETE FROM idemgate.events e USING doomed x"
-	" WHERE e.idempotency_key = x.idempotency_key RETURNING 1"
-	"), dl AS ("
-	" DELETE FROM idemgate.dead_letters d USING doomed x"
-	" WHERE d.idempotency_key = x.idempotency_key RETURNING 1"
-	"), ap AS ("
-	" DELETE FROM idemgate.approvals a USING doomed x"
-	" WHERE a.idempotency_key = x.idempotency_key RETURNING 1"
-	"), ob AS ("
-	" DELETE FROM idemgate.outbox o USING doomed x"
-	" WHERE o.idempotency_key = x.idempotency_key RETURNING 1"
-	"), ru AS ("
-	" DELETE FROM idemgate.runs r USING doomed x"
-	" WHERE r.idempotency_key = x.idempotency_key RETURNING 1"
-	")"
-	" SELECT (SELECT pg_catalog.count(*) FROM ru), (SELECT pg_catalog.count(*) FROM ev),"
-	"        (SELECT pg_catalog.count(*) FROM ap), (SELECT pg_catalog.count(*) FROM ob),"
-	"        (SELECT pg_catalog.count(*) FROM dl)",
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES),
+	1, {TEXTARRAYOID}
+};
+
+static SavedStatement purge_stmt_11 = {
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES),
 	1, {TEXTARRAYOID}
 };
 
@@ -174,7 +190,7 @@ idemgate_purge(PG_FUNCTION_ARGS)
 		}
 		values[0] = PointerGetDatum(construct_array(keys, (int) n, TEXTOID, -1, false,
 													TYPALIGN_INT));
-		if (ExecSavedLatest(&purge_stmt, values, NULL, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		if (ExecSavedLatest(RunMetricsInstalled() ? &purge_stmt : &purge_stmt_11, values, NULL, 0) != SPI_OK_SELECT || SPI_processed != 1)
 			elog(ERROR, "purge statement failed");
 		for (int i = 0; i < 5; i++)
 		{
