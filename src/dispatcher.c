@@ -98,6 +98,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "postmaster/postmaster.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/pmsignal.h"
@@ -577,6 +578,15 @@ SchemaMatchesLibrary(void)
  * RunInTransaction runs work(arg) in a transaction of its own with SPI
  * connected. An error is logged and rolled back, and false is returned, so
  * the worker loop always goes on.
+ *
+ * Every transaction of the dispatcher is READ COMMITTED, whatever
+ * default_transaction_isolation says (PostgreSQL's own InitPostgres does
+ * the same for its catalog reads): its statements are written for a
+ * snapshot of their own each (a claim sees every effect and kill switch
+ * change committed before it; the switch read right before a send is the
+ * last one committed), and a REPEATABLE READ or SERIALIZABLE default
+ * would add serialization failures to every round under load. Set before
+ * the transaction's first snapshot; test/t/150_serializable_default.pl.
  */
 static bool
 RunInTransaction(void (*work) (void *arg), void *arg, MemoryContext loop_cxt)
@@ -587,6 +597,7 @@ RunInTransaction(void (*work) (void *arg), void *arg, MemoryContext loop_cxt)
 	{
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
+		XactIsoLevel = XACT_READ_COMMITTED;
 		PushActiveSnapshot(GetTransactionSnapshot());
 		ConnectSPI();
 		work(arg);
@@ -873,7 +884,9 @@ CollectFinished(long timeout_ms)
 	if (HttpInFlight() == 0)
 		return;
 	StopIfPostmasterDied();
-	n = HttpPoll(timeout_ms, done_buf, done_buf_len);
+	/* The wait also ends when the postmaster dies (its pipe reads EOF). */
+	n = HttpPoll(timeout_ms, postmaster_alive_fds[POSTMASTER_FD_WATCH],
+				 done_buf, done_buf_len);
 	StopIfPostmasterDied();
 	for (int i = 0; i < n; i++)
 	{

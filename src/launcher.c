@@ -155,6 +155,8 @@ IdemgateLauncherMain(Datum main_arg)
 		pgstat_report_activity(STATE_RUNNING, "checking idemgate.database");
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
+		/* READ COMMITTED whatever the default, as the dispatchers' (see RunInTransaction). */
+		XactIsoLevel = XACT_READ_COMMITTED;
 		PushActiveSnapshot(GetTransactionSnapshot());
 		dboid = DatabaseOidByName(IdemgateDatabase);
 		PopActiveSnapshot();
