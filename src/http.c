@@ -493,9 +493,16 @@ HttpInFlight(void)
  * HttpPoll drives the transfers, waiting up to timeout_ms for progress when
  * none has finished yet, and stores finished requests in done (which must
  * have room for every request in flight). Returns how many finished.
+ *
+ * wake_fd (or -1) is watched together with the transfers' sockets: the
+ * wait ends as soon as it is readable, and then nothing more is performed
+ * (no request is written) before the caller has looked at why. The
+ * dispatcher passes the postmaster-death pipe, so a dispatcher waiting on
+ * slow requests notices the postmaster's death in its wait itself, not at
+ * the wait's end (docs/dispatcher.md, "Shutdown and crashes").
  */
 int
-HttpPoll(long timeout_ms, HttpRequest **done, int max_done)
+HttpPoll(long timeout_ms, int wake_fd, HttpRequest **done, int max_done)
 {
 	int			running = 0;
 	int			ndone = 0;
@@ -507,7 +514,14 @@ HttpPoll(long timeout_ms, HttpRequest **done, int max_done)
 	Perform(&running);
 	if (running == in_flight && timeout_ms > 0)
 	{
-		curl_multi_poll(multi, NULL, 0, (int) timeout_ms, NULL);
+		struct curl_waitfd wake = {0};
+
+		wake.fd = wake_fd;
+		wake.events = CURL_WAIT_POLLIN;
+		curl_multi_poll(multi, wake_fd >= 0 ? &wake : NULL, wake_fd >= 0 ? 1 : 0,
+						(int) timeout_ms, NULL);
+		if (wake_fd >= 0 && wake.revents != 0)
+			return 0;			/* the caller decides first */
 		Perform(&running);
 	}
 	while (ndone < max_done && (msg = curl_multi_info_read(multi, &pending)) != NULL)

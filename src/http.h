@@ -59,7 +59,7 @@ extern void HttpInit(void);
 extern void HttpShutdown(void);
 extern bool HttpStart(HttpRequest *req);
 extern int	HttpInFlight(void);
-extern int	HttpPoll(long timeout_ms, HttpRequest **done, int max_done);
+extern int	HttpPoll(long timeout_ms, int wake_fd, HttpRequest **done, int max_done);
 extern int	HttpAbortAll(HttpRequest **aborted, int max_aborted);
 extern void HttpRequestFree(HttpRequest *req);
 extern bool HttpHeaderLineSafe(const char *line);
