@@ -47,11 +47,13 @@
 
 #include <math.h>
 
+#include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -71,7 +73,7 @@ static SavedStatement read_stmt = {
 	"SELECT effect_type, requires_approval, requires_requester, review_sample, cancel_window"
 	" FROM idemgate.effect_type_policies"
 	" WHERE effect_type OPERATOR(pg_catalog.=) ANY ($1)",
-	1, {TEXTARRAYOID}
+	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
 static SavedStatement count_review_stmt = {
@@ -103,6 +105,24 @@ PoliciesRelid(void)
 	Oid			nsp = get_namespace_oid("idemgate", true);
 
 	return OidIsValid(nsp) ? get_relname_relid("effect_type_policies", nsp) : InvalidOid;
+}
+
+/*
+ * PoliciesMayExist tells whether the locked policy table has a page at all.
+ * Rows are never deleted (set_effect_policy keeps a lifted policy's row),
+ * so an installation that never set a policy skips the read: one size
+ * look-up instead of a statement on every enqueue_effect. A policy being
+ * inserted extends the table before its commit, and the lock held waits
+ * for that commit.
+ */
+static bool
+PoliciesMayExist(Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	bool		pages = RelationGetNumberOfBlocks(rel) > 0;
+
+	relation_close(rel, NoLock);
+	return pages;
 }
 
 /* TypesArray returns the distinct types of parsed[0..n) as a text[] datum. */
@@ -140,6 +160,8 @@ ReadEffectPolicies(const ParsedEffect *parsed, int n, EffectPolicies *out)
 		return;
 	/* Before the read: see the design note. */
 	LockRelationOid(relid, RowShareLock);
+	if (!PoliciesMayExist(relid))
+		return;
 	types = TypesArray(parsed, n);
 	if (ExecSaved(&read_stmt, &types, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read effect policies");
