@@ -34,7 +34,8 @@
  *     commit, then reads the new policy.
  * The lock is held to the end of the caller's transaction. Weak table
  * locks take PostgreSQL's fast path, so the hot path pays a lock-table
- * entry and one index probe of a small table. (Under REPEATABLE READ the
+ * entry and one index probe of a small table (only a size look-up while no
+ * policy was ever set, PoliciesMayExist). (Under REPEATABLE READ the
  * read sees the transaction's snapshot; n8n and psql use READ COMMITTED.)
  * test/specs/effect_policy_race.spec shows both orders.
  *
