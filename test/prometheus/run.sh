@@ -182,7 +182,8 @@ print('ok' if ok else 'FAIL', 'oldest pending of prom_mail about 20 minutes:', [
 shared = [k for k in fn if k in exp and k[0] not in ('idemgate_effects_oldest_pending_seconds',
                                                     'idemgate_oldest_dead_letter_age_seconds')]
 diff = [(k, fn[k], exp[k]) for k in shared if not (fn[k] == exp[k] or (fn[k] != fn[k] and exp[k] != exp[k]))]
-per_type = [k for k in fn if k[0].startswith(('idemgate_effects_', 'idemgate_dispatchers_', 'idemgate_alerts_'))]
+per_type = [k for k in fn if k[0].startswith(('idemgate_effects_', 'idemgate_dispatchers_', 'idemgate_alerts_',
+                                                'idemgate_run_'))]
 missing = [k for k in per_type if k not in exp]
 print('shared series:', len(shared), 'differing:', diff, 'per-type/alert series missing from the exporter:', missing)
 fails += 1 if diff or missing or len(shared) < 20 else 0
@@ -201,7 +202,8 @@ d = sys.argv[1]
 rules = open(d + '/idemgate-rules.yml').read()
 tests = open(d + '/idemgate-rules.test.yml').read()
 alerts = ['failure_rate', 'dead_letters', 'unknown_effects', 'silence',
-          'stuck_effects', 'dispatcher_missing', 'kill_switch_off', 'type_paused']
+          'stuck_effects', 'dispatcher_missing', 'kill_switch_off', 'type_paused',
+          'stalled_runs', 'terminal_failure', 'lease_takeovers', 'payload_mismatch']
 bad = 0
 for a in alerts:
     m = re.search(r'- alert: (\w+)\n\s+expr: [^\n]*alert="%s"' % a, rules)
