@@ -134,6 +134,21 @@ else
   failed=$((failed + 1))
 fi
 
+# The n8n community-node package (n8n/): built, unit-tested, linted and
+# packed, installed into the same cached n8n, and the workflows built from
+# its nodes (examples/n8n-nodes/) driven on loopback; see test/n8n-nodes/run.sh.
+echo "== n8n-nodes"
+bash test/n8n-nodes/run.sh >"$logs/n8n-nodes.log" 2>&1
+grep -E '^(not ok|# )' "$logs/n8n-nodes.log" || true
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/n8n-nodes.log" | tail -1)
+echo "${line:-n8n-nodes suite printed no summary}"
+if [ -n "$line" ]; then
+  passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+  failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+else
+  failed=$((failed + 1))
+fi
+
 for f in "$logs"/*.diffs; do [ -f "$f" ] && { echo "--- $f"; head -c 20000 "$f"; }; done
 rm -rf "$work"
 echo "$passed passed, $failed failed"

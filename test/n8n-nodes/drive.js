@@ -255,8 +255,9 @@ async function approvals(db) {
   const logged = await waitFor(() => { const l = pgLog().slice(logBefore); return /STATEMENT:/.test(l) ? l : null; }, 5000, 100) || pgLog().slice(logBefore);
   check(nul.status === 400 && /Your decision was not recorded/.test(nul.text) && /22P05/.test(nul.text),
     'approval page: a decision idemgate refuses (22P05) shows "not recorded" with the SQLSTATE, not a blank page', { status: nul.status, text: nul.text.slice(0, 400) });
-  check(/ERROR:.*Unicode escape/.test(logged) && /STATEMENT:\s+SELECT \* FROM idemgate\.consume_approval\(\$1::jsonb\)/.test(logged),
-    'approval page: the server logged the failing decision with its statement (with $1 only)', logged.slice(0, 600));
+  check(/ERROR:.*Unicode escape/.test(logged) && /CONTEXT:\s+JSON data/.test(logged)
+        && /STATEMENT:\s+SELECT \* FROM idemgate\.consume_approval\(\$1::jsonb\)/.test(logged),
+  'approval page: the server logged the failing decision with the JSON context and its statement ($1 only)', logged.slice(0, 800));
   check(a2.token && !logged.includes(a2.token), 'approval page: the approval token is not in the PostgreSQL server log after the failing decision');
   const long = await request('POST', url2, { headers: { [ID_HEADER]: APPROVER }, form: { decision: 'approve', csrf: csrf2, reason: 'é'.repeat(1001) } });
   check(long.status === 400 && /2002 bytes/.test(long.text), 'approval page: a 1001-character reason of 2002 bytes is refused by the page, in bytes', { status: long.status, text: long.text.slice(0, 300) });

@@ -132,6 +132,10 @@ SELECT idemgate.grant_role('n8n_client', 'client');
 SELECT idemgate.grant_role('n8n_approver', 'approver');
 SELECT idemgate.grant_role('n8n_operator', 'operator');
 SELECT idemgate.grant_effect_type('n8n_client', 'n8n_http');
+-- idemgate 1.2's grant_role makes the approver role quiet (no statement
+-- text, terse errors in the server log). Undone here, as on a 1.1 server or
+-- one whose DBA changed it: the node must keep tokens out of the log itself.
+ALTER ROLE n8n_approver RESET ALL;
 SQL
 
 # The loopback sink: notifier (/notify), provider (/seq/503,200: every
