@@ -111,3 +111,7 @@ DROP ROLE run_events_reader;
 SELECT idemgate.unregister_endpoint('ev_crm', 'test') \g /dev/null
 
 SELECT * FROM finish();
+
+RESET search_path;
+DROP EXTENSION pgtap;
+DROP SCHEMA tap;
