@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole idemgate test suite, as root on Debian 12.
 #
-# Installs what it needs, builds with -Werror, installs the extension, then
-# runs as the postgres user, each against its own temp instance with
-# shared_preload_libraries = 'idemgate':
-#   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t),
-#   the HTTP sink self-test (test/sink), and contrib/prometheus with
-#   Debian's prometheus-postgres-exporter and promtool (test/prometheus).
+# Installs what it needs (scripts/install-deps.sh, Node.js included), builds
+# with -Werror, installs the extension, then runs, each suite against its own
+# temp instance (README.md, "Quick start", lists them):
+#   as the postgres user, with shared_preload_libraries = 'idemgate':
+#   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t), the
+#   first two again with assertions, the HTTP sink self-test (test/sink),
+#   contrib/prometheus with Debian's prometheus-postgres-exporter and
+#   promtool (test/prometheus);
+#   as root: the Debian package (test/package) and the shipped n8n
+#   workflows in a real n8n (test/n8n).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
