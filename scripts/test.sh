@@ -6,11 +6,10 @@
 # temp instance (README.md, "Quick start", lists them):
 #   as the postgres user, with shared_preload_libraries = 'idemgate':
 #   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t), the
-#   first two again with assertions, the HTTP sink self-test (test/sink),
-#   contrib/prometheus with Debian's prometheus-postgres-exporter and
-#   promtool (test/prometheus);
-#   as root: the Debian package (test/package) and the shipped n8n
-#   workflows in a real n8n (test/n8n).
+#   first two again with assertions, contrib/prometheus with Debian's
+#   prometheus-postgres-exporter and promtool (test/prometheus);
+#   as root: the HTTP sink self-test (test/sink), the Debian package
+#   (test/package) and the shipped n8n workflows in a real n8n (test/n8n).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
