@@ -5,7 +5,7 @@
 #	  codes, Retry-After forms, the JSONL log, /seq per key, /__stats, bad
 #	  input, keep-alive, pipelining and the exit conditions.
 #
-# Usage: bash test/sink/selftest.sh      (from anywhere; ~15 s, bounded)
+# Usage: bash test/sink/selftest.sh      (from anywhere; 15–30 s, bounded)
 # Last line: "N passed, M failed"; exit status 1 when anything failed.
 #
 set -u
@@ -121,7 +121,7 @@ fi
 
 # --- start -----------------------------------------------------------------
 LOG=$TMP/sink.log
-if start_sink "$LOG" "$TMP/port" --max-seconds 30; then
+if start_sink "$LOG" "$TMP/port" --max-seconds 90; then
 	SINK_PID=$LAST_PID
 	PORT=$(cat "$TMP/port")
 	pass "port file written (port $PORT)"
@@ -271,6 +271,22 @@ else
 fi
 check "/seq next step 500" 500 "$(code "$B/seq/delay400,500" -H 'Idempotency-Key: seq-delay' -d '{}')"
 N=$((N + 2))
+
+# --- /mix ----------------------------------------------------------------
+GOT=$(for _ in $(seq 40); do code "$B/mix/200:3,503,429:0" -d '{}'; echo; done | sort | uniq -c | awk '{ printf "%s=%s ", $2, $1 }')
+N=$((N + 40))
+C200=$(echo "$GOT" | sed -n 's/.*200=\([0-9]*\).*/\1/p')
+C503=$(echo "$GOT" | sed -n 's/.*503=\([0-9]*\).*/\1/p')
+if [ -n "$C200" ] && [ -n "$C503" ] && [ "$C200" -ge 18 ] && [ "$C200" -le 38 ] &&
+	[ $((C200 + C503)) = 40 ]; then
+	pass "/mix weights 3:1:0 over 40 requests ($GOT)"
+else
+	fail "/mix weights 3:1:0" "$GOT"
+fi
+check "/mix single step" 204 "$(code "$B/mix/204" -d '{}')"
+check "/mix bad weight" 400 "$(code "$B/mix/200:x" -d '{}')"
+check "/mix bad step" 400 "$(code "$B/mix/bogus:1" -d '{}')"
+N=$((N + 3))
 
 curl -s -m 5 -D "$TMP/h" -o /dev/null -H 'Idempotency-Key: seq-ra' -d '{}' "$B/seq/429,200?retry_after=3"
 check "/seq honours retry_after" "Retry-After: 3" "$(grep -i '^retry-after' "$TMP/h" | tr -d '\r')"

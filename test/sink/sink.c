@@ -5,7 +5,8 @@
  *
  * The dispatcher POSTs effects to their targets with libcurl. This program
  * plays the target: it answers by path (/ok, /status/<code>, /delay/<ms>,
- * /drop, /reset, /seq/<codes>), writes one JSON line per request to a log,
+ * /drop, /reset, /seq/<codes>, /mix/<weighted steps>), writes one JSON
+ * line per request to a log,
  * and keeps per-Idempotency-Key counters served at GET /__stats. See
  * test/sink/README.md for the paths and options.
  *
@@ -280,6 +281,7 @@ typedef struct Server
 	uint64_t	requests;		/* since the last /__reset_stats */
 	uint64_t	by_status[600];
 	uint64_t	seq_nokey;		/* /seq requests without a key */
+	uint64_t	rng;			/* xorshift64 state for /mix (--seed) */
 	StrMap		paths;
 	StrMap		keys;
 } Server;
@@ -1731,6 +1733,71 @@ SeqAction(const char *list, size_t n, uint64_t k)
 	return pick;
 }
 
+/* NextRandom returns the next xorshift64 number of the /mix generator. */
+static uint64_t
+NextRandom(Server *srv)
+{
+	uint64_t	x = srv->rng;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	srv->rng = x;
+	return x;
+}
+
+/*
+ * MixAction picks one step of a /mix list such as "200:80,503:10,delay3000:5,
+ * drop" at random, each step with its weight (after ':'; 1 when absent).
+ * Steps are those of /seq. Any invalid step or weight makes it a 400.
+ */
+static Action
+MixAction(Server *srv, const char *list, size_t n)
+{
+	Action		bad = {ACT_RESPOND, 400, 0};
+	uint64_t	total = 0;
+	uint64_t	pick = 0;
+
+	/* Two passes: sum the weights, then walk to the drawn one. */
+	for (int pass = 0; pass < 2; pass++)
+	{
+		size_t		i = 0;
+		uint64_t	acc = 0;
+
+		if (pass == 1)
+		{
+			if (total == 0)
+				return bad;
+			pick = NextRandom(srv) % total;
+		}
+		while (i <= n)
+		{
+			const char *t = list + i;
+			const char *comma = memchr(t, ',', n - i);
+			size_t		tlen = (size_t) ((comma ? comma : list + n) - t);
+			const char *colon = memchr(t, ':', tlen);
+			size_t		slen = colon ? (size_t) (colon - t) : tlen;
+			uint64_t	w = 1;
+
+			if (slen == 0 ||
+				(colon && !ParseUint(colon + 1, tlen - slen - 1, 1000000, &w)))
+				return bad;
+			if (pass == 0)
+			{
+				Action		act = SeqAction(t, slen, 1);
+
+				if (act.kind == ACT_RESPOND && act.code == 400 && !MemEq(t, slen, "400"))
+					return bad;
+				total += w;
+			}
+			else if (pick < (acc += w))
+				return SeqAction(t, slen, 1);
+			i += tlen + 1;
+		}
+	}
+	return bad;
+}
+
 /* Route decides what to do with a request; key is its entry or NULL. */
 static Action
 Route(Server *srv, const Request *req, StrEntry *key)
@@ -1763,6 +1830,8 @@ Route(Server *srv, const Request *req, StrEntry *key)
 
 		act = SeqAction(p + 5, n - 5, k);
 	}
+	else if (HasPrefix(p, n, "/mix/"))
+		act = MixAction(srv, p + 5, n - 5);
 	return act;
 }
 
@@ -2234,15 +2303,17 @@ Usage(FILE *f)
 {
 	fprintf(f,
 			"usage: sink [--host ADDR] [--port N] [--log FILE] [--port-file FILE]\n"
-			"            [--max-seconds S] [--max-requests N] [--quiet]\n"
+			"            [--max-seconds S] [--max-requests N] [--seed N] [--quiet]\n"
 			"  --host ADDR        listen address (default 127.0.0.1; ::1 works)\n"
 			"  --port N           listen port, 0 = ephemeral (default 0)\n"
 			"  --log FILE         JSONL request log, truncated at start\n"
 			"  --port-file FILE   write the bound port here (atomic rename)\n"
 			"  --max-seconds S    exit 0 after S seconds (default 600)\n"
 			"  --max-requests N   exit 0 after N logged requests\n"
+			"  --seed N           seed of the /mix draws (default: time and pid)\n"
 			"  --quiet            no messages on stderr except errors\n"
 			"Paths: /ok /status/<code> /delay/<ms> /drop /reset /seq/<c1>,<c2>,...\n"
+			"       /mix/<step>:<weight>,...\n"
 			"       GET /__stats, POST /__reset_stats; see test/sink/README.md\n");
 }
 
@@ -2299,6 +2370,14 @@ ParseArgs(Server *srv, int argc, char **argv)
 			if (*val == '\0' || *end != '\0' || errno != 0 ||
 				!(srv->max_seconds > 0) || srv->max_seconds > 1e7)
 				goto bad;
+		}
+		else if (strcmp(name, "--seed") == 0)
+		{
+			unsigned long long v = strtoull(val, &end, 10);
+
+			if (*val == '\0' || *val == '-' || *end != '\0' || errno != 0)
+				goto bad;
+			srv->rng = v;
 		}
 		else if (strcmp(name, "--max-requests") == 0)
 		{
@@ -2518,7 +2597,10 @@ main(int argc, char **argv)
 
 	srv.host = "127.0.0.1";
 	srv.max_seconds = 600;
+	srv.rng = (uint64_t) time(NULL) * 2654435761u ^ (uint64_t) getpid();
 	ParseArgs(&srv, argc, argv);
+	if (srv.rng == 0)
+		srv.rng = 88172645463325252ull;	/* xorshift64 needs a non-zero state */
 	Setup(&srv);
 
 	while (!srv.stop)
