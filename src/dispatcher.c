@@ -70,9 +70,12 @@
  * outbox churn while the dispatcher runs.
  *
  * Housekeeping (first dispatcher only, each call in its own transaction,
- * errors logged and the loop goes on): idemgate.expire_approvals() and
- * idemgate.publish_alerts() every second, idemgate.purge() hourly when
- * idemgate.retention > 0; each only when the function exists.
+ * errors logged and the loop goes on): idemgate.expire_approvals(),
+ * idemgate.complete_settled_runs(n) (the safety net of run completion:
+ * the next n approved runs are checked for effects all settled, see
+ * docs/outbox.md) and idemgate.publish_alerts() every second,
+ * idemgate.purge() hourly when idemgate.retention > 0; each only when the
+ * function exists.
  *
  *-------------------------------------------------------------------------
  */
@@ -219,6 +222,11 @@ static SavedStatement function_exists_stmt = {
 
 static SavedStatement expire_approvals_stmt = {
 	"SELECT idemgate.expire_approvals()", 0, {0}
+};
+
+static SavedStatement complete_settled_runs_stmt = {
+	"SELECT idemgate.complete_settled_runs($1::pg_catalog.int4)",
+	1, {FLOAT8OID}
 };
 
 static SavedStatement publish_alerts_stmt = {
@@ -1181,6 +1189,10 @@ IdemgateDispatcherMain(Datum main_arg)
 			pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: housekeeping");
 			ok = RunIfExists("idemgate.expire_approvals()", &expire_approvals_stmt, 0,
 							 HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
+			StopIfPostmasterDied();
+			ok &= RunIfExists("idemgate.complete_settled_runs(integer)",
+							  &complete_settled_runs_stmt, IDEMGATE_SETTLED_RUNS_BATCH,
+							  HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
 			StopIfPostmasterDied();
 			ok &= RunIfExists("idemgate.publish_alerts()", &publish_alerts_stmt, 0,
 							  HOUSEKEEPING_TIMEOUT_MS, loop_cxt);

@@ -99,6 +99,16 @@
 #define IDEMGATE_ALERT_FIRST_KEYS		3
 #define IDEMGATE_ALERT_KEY_CHARS		64
 #define IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS	1000
+/*
+ * Approved runs whose effects are all settled (docs/outbox.md, "Completing
+ * a run"): how many the dispatcher looks at per second
+ * (complete_settled_runs), the most complete_settled_runs' argument may
+ * ask for, and how many of the runs approved last the unsettled_runs
+ * alert looks at (a literal in sql/1.1--1.2/50_unsettled_runs.sql).
+ */
+#define IDEMGATE_SETTLED_RUNS_BATCH		500
+#define IDEMGATE_MAX_SETTLED_RUNS_BATCH	100000
+#define IDEMGATE_UNSETTLED_ALERT_RUNS	1000
 /* Upper bound of idemgate.alert_stalled_after. */
 #define IDEMGATE_MAX_ALERT_STALLED_SECS	(7 * SECS_PER_DAY)
 /*

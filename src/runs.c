@@ -59,6 +59,7 @@ PG_FUNCTION_INFO_V1(idemgate_cas_transition);
 PG_FUNCTION_INFO_V1(idemgate_renew_lease);
 PG_FUNCTION_INFO_V1(idemgate_fail);
 PG_FUNCTION_INFO_V1(idemgate_supersede);
+PG_FUNCTION_INFO_V1(idemgate_complete_settled_runs);
 
 /* A workflow name is indexed; bounded like a watch_workflow name. */
 #define MAX_WORKFLOW_BYTES IDEMGATE_MAX_NAME_BYTES
@@ -232,6 +233,36 @@ static SavedStatement complete_runs_stmt = {
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
 	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
 	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
+	1, {TEXTARRAYOID}, GENERIC_PLAN
+};
+
+/*
+ * The safety net (CompleteSettledRuns): approved runs in the order of
+ * runs_open_idx (state, updated_at), after ($1, $2), each with whether all
+ * its effects are settled. Open effects are looked up by a subquery per
+ * run, a probe of the outbox's key index that stops at the first open
+ * effect, never a join the planner could make a scan of the outbox.
+ */
+static SavedStatement approved_runs_stmt = {
+	"SELECT r.idempotency_key, r.updated_at,"
+	"       (SELECT o.effect_id FROM idemgate.outbox o"
+	"         WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
+	"           AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[])"
+	"         LIMIT 1) IS NULL"
+	" FROM idemgate.runs r"
+	" WHERE r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   AND r.updated_at OPERATOR(pg_catalog.>=) $1"
+	"   AND (r.updated_at OPERATOR(pg_catalog.>) $1 OR r.idempotency_key OPERATOR(pg_catalog.>) $2)"
+	" ORDER BY r.updated_at, r.idempotency_key LIMIT $3",
+	3, {TIMESTAMPTZOID, TEXTOID, INT8OID}, GENERIC_PLAN
+};
+
+/* The settled ones among them, locked; a run another transaction holds is left. */
+static SavedStatement lock_settled_stmt = {
+	"SELECT r.idempotency_key FROM idemgate.runs r"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	" ORDER BY r.idempotency_key FOR UPDATE OF r SKIP LOCKED",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
@@ -1277,6 +1308,125 @@ CompleteRunIfDone(text *key)
 	Datum		k = PointerGetDatum(key);
 
 	CompleteRunsIfDone(PointerGetDatum(construct_array(&k, 1, TEXTOID, -1, false, TYPALIGN_INT)));
+}
+
+/*
+ * Where this session's walk over the approved runs stands (see
+ * CompleteSettledRuns): after the run (settled_after_at,
+ * settled_after_key); DT_NOBEGIN is the start.
+ */
+static TimestampTz settled_after_at = DT_NOBEGIN;
+static char settled_after_key[IDEMGATE_MAX_KEY_BYTES + 1] = "";
+
+/*
+ * CompleteSettledRuns is the safety net of run completion (docs/outbox.md,
+ * "Completing a run"): it completes approved runs none of whose effects is
+ * in another state than completed or cancelled, as their last effect
+ * should have, and returns how many. Such a run is looked for, not
+ * expected: every path that settles an effect completes its run. A
+ * limit > 0 looks at that many approved runs, continuing where this
+ * session's previous call stopped and starting again at the beginning
+ * after the last one (the dispatcher's call every second: bounded work,
+ * however many runs wait for deliveries or people); limit 0 looks at all
+ * of them. Each run is locked (SKIP LOCKED: one another transaction holds
+ * is looked at again on the next pass) and checked again in a snapshot
+ * taken after the lock, as CompleteLockedRuns does. Must be called inside
+ * SPI.
+ */
+int
+CompleteSettledRuns(int limit)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	Datum	   *settled;
+	int			nsettled = 0;
+	uint64		rows;
+	int			n;
+
+	values[0] = TimestampTzGetDatum(limit > 0 ? settled_after_at : DT_NOBEGIN);
+	values[1] = CStringGetTextDatum(limit > 0 ? settled_after_key : "");
+	values[2] = Int64GetDatum((int64) limit);
+	nulls[2] = limit > 0 ? ' ' : 'n';
+	if (ExecSaved(&approved_runs_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read approved runs");
+	rows = SPI_processed;
+	settled = palloc(sizeof(Datum) * (rows + 1));
+	for (uint64 i = 0; i < rows; i++)
+	{
+		bool		isnull;
+
+		if (DatumGetBool(GetResultDatum(i, 3, &isnull)))
+			settled[nsettled++] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
+	}
+	if (limit > 0)
+	{
+		if (rows < (uint64) limit)
+		{
+			/* The end: the next call starts again at the beginning. */
+			settled_after_at = DT_NOBEGIN;
+			settled_after_key[0] = '\0';
+		}
+		else
+		{
+			bool		isnull;
+
+			settled_after_at = DatumGetTimestampTz(GetResultDatum(rows - 1, 2, &isnull));
+			text_to_cstring_buffer(DatumGetTextPP(GetResultDatum(rows - 1, 1, &isnull)),
+								   settled_after_key, sizeof(settled_after_key));
+		}
+	}
+	if (nsettled == 0)
+		return 0;
+
+	values[0] = PointerGetDatum(construct_array(settled, nsettled, TEXTOID, -1, false,
+												TYPALIGN_INT));
+	if (ExecSaved(&lock_settled_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not lock approved runs");
+	n = (int) SPI_processed;
+	if (n == 0)
+		return 0;
+	settled = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		settled[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
+	}
+	n = CompleteLockedRuns(PointerGetDatum(construct_array(settled, n, TEXTOID, -1, false,
+														   TYPALIGN_INT)));
+	if (n > 0)
+		ereport(LOG,
+				(errmsg("idemgate: completed %d approved %s whose effects were all settled",
+						n, n == 1 ? "run" : "runs"),
+				 errdetail("A run completes with its last effect; docs/outbox.md, \"Completing a run\".")));
+	return n;
+}
+
+/*
+ * idemgate_complete_settled_runs implements complete_settled_runs(max_runs):
+ * CompleteSettledRuns over max_runs approved runs from where this session
+ * stopped, or over all of them when max_runs is NULL.
+ */
+Datum
+idemgate_complete_settled_runs(PG_FUNCTION_ARGS)
+{
+	int			limit = 0;
+	int			n;
+
+	if (!PG_ARGISNULL(0))
+	{
+		limit = PG_GETARG_INT32(0);
+		if (limit < 1 || limit > IDEMGATE_MAX_SETTLED_RUNS_BATCH)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"max_runs\" must be between 1 and %d, not %d",
+							IDEMGATE_MAX_SETTLED_RUNS_BATCH, limit),
+					 errhint("Pass NULL to look at every approved run.")));
+	}
+	ConnectSPI();
+	n = CompleteSettledRuns(limit);
+	SPI_finish();
+	PG_RETURN_INT32(n);
 }
 
 /*

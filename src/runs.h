@@ -50,10 +50,14 @@ extern int64 SetRunState(text *key, const char *from_state, const char *to_state
  * has an answer. It locks the run row, so it must be called after the
  * effect row was changed (effect first, then run). CompleteLockedRuns does
  * the same for runs of keys (a text[] datum) this transaction already
- * locked while they were approved. Both must be called inside SPI.
+ * locked while they were approved. CompleteSettledRuns, the safety net,
+ * completes approved runs whose effects are all settled however they got
+ * there (limit approved runs per call from where the last call stopped,
+ * or all for 0). All must be called inside SPI.
  */
 extern void CompleteRunIfDone(text *key);
 extern int	CompleteLockedRuns(Datum keys);
+extern int	CompleteSettledRuns(int limit);
 
 /* Operator commands and record_validation; inside SPI. */
 extern char *LockRunState(text *key);
