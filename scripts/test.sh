@@ -8,7 +8,8 @@
 #   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t), the
 #   first two again with assertions, contrib/prometheus with Debian's
 #   prometheus-postgres-exporter and promtool (test/prometheus);
-#   as root: the HTTP sink self-test (test/sink), the Debian package
+#   as root: the HTTP sink self-test (test/sink), 3 minutes of the soak
+#   with random faults (bench/soak), the Debian package
 #   (test/package) and the shipped n8n workflows in a real n8n (test/n8n).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
 set -uo pipefail
@@ -84,6 +85,25 @@ if [ -f test/sink/selftest.sh ]; then
   bash test/sink/selftest.sh >"$logs/sink.log" 2>&1
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/sink.log" | tail -1)
   echo "${line:-sink self-test printed no summary}"
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+    failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
+# The soak (bench/soak/run.sh): 3 minutes of claims, approvals and
+# deliveries to the sink with random faults (dispatcher and postmaster
+# kills, kill switch, pauses, purge, reinject, cancels); its own count:
+# failing is an effect lost, a duplicate to a non-idempotent endpoint, or
+# a crash it could not recover from.
+if [ -f bench/soak/run.sh ]; then
+  echo "== soak"
+  bash bench/soak/run.sh --minutes 3 >"$logs/soak.log" 2>&1
+  grep -E '^(ok|not ok) - |^soak: ' "$logs/soak.log" || true
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/soak.log" | tail -1)
+  echo "${line:-soak printed no summary}"
   if [ -n "$line" ]; then
     passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
     failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
