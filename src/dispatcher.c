@@ -1077,14 +1077,15 @@ IdemgateDispatcherMain(Datum main_arg)
 	SetConfigOption("jit", "off", PGC_USERSET, PGC_S_SESSION);
 	/*
 	 * Our commits are flushed before we go on, whatever the cluster,
-	 * database or role says: a claim must be durable before its request
-	 * is sent. With synchronous_commit off (bench/soak runs its database
+	 * database or role says (on, or remote_apply when that is set): a
+	 * claim must be durable before its request is sent. With synchronous_commit off (bench/soak runs its database
 	 * so) a crash or a killed postmaster lost the claims and completions
 	 * of the last WAL writer cycle; recovery put those effects back to
 	 * pending and they were sent again — a second delivery to endpoints
 	 * that do not honour the Idempotency-Key (docs/dispatcher.md).
 	 */
-	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	if (strcmp(GetConfigOption("synchronous_commit", false, false), "remote_apply") != 0)
+		SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
 
 	HotPathPlanning(true);
 
