@@ -8,7 +8,8 @@
 # 12's nodejs is 18, so when `node` is missing or older, this installs
 # Debian's nodejs and npm, then the official Node.js build from the npm
 # registry (package node-linux-<arch>, version NODE_VERSION) into /usr/local,
-# whose bin/ comes before /usr/bin in PATH. Debian's node stays in /usr/bin.
+# whose bin/ comes before /usr/bin in PATH, and npm 10 (NPM_VERSION) there
+# when the npm in PATH is older. Debian's node and npm stay in /usr/bin.
 #
 # With --build (scripts/demo.sh), only what building and the demo need:
 # PostgreSQL 15 and its pinned dev package, build-essential, libssl-dev,
@@ -69,4 +70,15 @@ if ! node_ok; then
   npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error "node-linux-$arch@$NODE_VERSION" >/dev/null
   hash -r
   node_ok || { echo "Node.js >= 20.19 is still not first in PATH ($(command -v node): $(node --version 2>&1)); /usr/local/bin must come before /usr/bin" >&2; exit 1; }
+fi
+# npm 10 or later: Debian's npm 9.2 cannot install n8n (it rejects the
+# override test/n8n/run.sh sets for n8n's xlsx dependency with "Invalid
+# comparator"). NPM_VERSION is the npm that Node.js 20.20.2 ships with.
+NPM_VERSION=${NPM_VERSION:-10.8.2}
+npm_ok() { command -v npm >/dev/null && [ "$(npm --version | cut -d. -f1)" -ge 10 ]; }
+if ! npm_ok; then
+  echo "installing: npm@$NPM_VERSION from the npm registry into /usr/local"
+  npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error "npm@$NPM_VERSION" >/dev/null
+  hash -r
+  npm_ok || { echo "npm >= 10 is still not first in PATH ($(command -v npm): $(npm --version 2>&1))" >&2; exit 1; }
 fi
