@@ -30,7 +30,7 @@ fail_now() {	# fail_now REASON → the whole suite fails with the reason
 started=$(date +%s)
 command -v node >/dev/null || fail_now "node is not installed (scripts/install-deps.sh installs it)"
 node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)' ||
-  fail_now "n8n $N8N_VERSION needs Node >= 20.19; this is $(node --version)"
+  fail_now "n8n $N8N_VERSION needs Node >= 20.19; this is $(node --version) (scripts/install-deps.sh installs 20.20.2 into /usr/local)"
 chromium=$(command -v chromium || true)
 [ -n "$chromium" ] || fail_now "Debian's chromium is not installed (scripts/install-deps.sh installs it)"
 
@@ -49,6 +49,12 @@ install_cached() {
   rm -rf "$dir"; mv "$dir.tmp" "$dir"
 }
 mkdir -p "$CACHE"
+# A native module (n8n's sqlite3) whose prebuilt binary cannot be fetched is
+# compiled by node-gyp, which would download Node's headers; the official
+# builds (scripts/install-deps.sh installs one) and Debian's or NodeSource's
+# packages keep them next to the binary, so point node-gyp there.
+node_prefix=$(dirname "$(dirname "$(node -p process.execPath)")")
+[ -f "$node_prefix/include/node/common.gypi" ] && export npm_config_nodedir=$node_prefix
 # xlsx: n8n pins a tarball URL on a CDN this machine cannot reach; 0.18.5 is
 # the same library from the npm registry.
 install_cached "$n8n_dir" "{\"name\":\"idemgate-n8n\",\"private\":true,\"dependencies\":{\"n8n\":\"$N8N_VERSION\"},\"overrides\":{\"xlsx\":\"0.18.5\"}}" ||
