@@ -50,3 +50,6 @@ isolationcheck:
 tapcheck:
 	$(prove_installcheck)
 .PHONY: regresscheck isolationcheck tapcheck FORCE
+
+# PGXS does not track headers: a changed header rebuilds every object.
+$(OBJS): $(wildcard src/*.h)
