@@ -333,13 +333,16 @@ pending_ends = []	# (time, callable) for the windows that end later
 
 
 def fault_switch_off():
-	if try_psql("SELECT idemgate.set_actions_enabled(false, 'soak', 'soak fault')") is None:
-		return
+	# An error may come after the commit (the connection lost in a crash):
+	# the switch goes on again in any case, the window counts only when
+	# the switch-off is known to have committed.
+	ok = try_psql("SELECT idemgate.set_actions_enabled(false, 'soak', 'soak fault')") is not None
 	start = time.time()		# committed before this
 
 	def on():
 		end = time.time()		# before the switch-on begins
-		windows.append((start, end, None))
+		if ok:
+			windows.append((start, end, None))
 		if try_psql("SELECT idemgate.set_actions_enabled(true, 'soak', 'soak fault over')") is None:
 			pending_ends.append((time.time() + 2, on_retry))
 	def on_retry():
@@ -350,12 +353,12 @@ def fault_switch_off():
 
 def fault_pause():
 	typ = rnd.choice(TYPES)
-	if try_psql("SELECT idemgate.pause_effect_type('%s', 'soak', 'soak fault')" % typ) is None:
-		return
+	ok = try_psql("SELECT idemgate.pause_effect_type('%s', 'soak', 'soak fault')" % typ) is not None
 	start = time.time()
 
 	def resume():
-		windows.append((start, time.time(), typ))
+		if ok:
+			windows.append((start, time.time(), typ))
 		if try_psql("SELECT idemgate.resume_effect_type('%s', 'soak')" % typ) is None:
 			pending_ends.append((time.time() + 2, resume_retry))
 	def resume_retry():
