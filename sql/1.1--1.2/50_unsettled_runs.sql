@@ -13,16 +13,14 @@
 -- C: src/runs.c (CompleteSettledRuns), src/dispatcher.c.
 
 -- ---------------------------------------------------------------------------
--- Approved runs are found through the partial index of the runs in flight.
--- runs_stalled_idx (40_alerts_seeds.sql) held the processing and
--- failed_retryable runs by updated_at; runs_open_idx holds the approved
--- ones too, by state first, so that each alert reads only its own states.
--- A claim still adds one entry to one index (a new run is processing): a
--- second partial index on runs would cost every claim its opening and its
--- predicate (about 7,700 CPU instructions of 159,000, bench/claim/
--- instructions.sh); this one costs a change of state to approved one
--- entry more (no change of state was a HOT update since 40_).
-DROP INDEX idemgate.runs_stalled_idx;
+-- The alerts about runs (stalled_runs, unsettled_runs) and the safety net
+-- find their runs through one partial index of the runs in flight:
+-- processing, failed_retryable and approved, by updated_at then state, so
+-- each reads only its own states. A claim adds one entry to it (a new run
+-- is processing; bench/README.md), and a change of state is no longer a HOT
+-- update (the predicate reads state). A second partial index would cost
+-- every claim its opening and its predicate (about 7,700 CPU instructions
+-- of 159,000, bench/claim/instructions.sh).
 CREATE INDEX runs_open_idx ON idemgate.runs (updated_at, state)
     WHERE state IN ('processing', 'failed_retryable', 'approved');
 
@@ -38,11 +36,22 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
 -- Roles that already hold operator get it from 99_release_grants.sql.
 
 -- ---------------------------------------------------------------------------
--- Alerts: 40_alerts_seeds.sql's definition, plus
---   unsettled_runs  per workflow: runs approved with all their effects
---                   settled for longer than a minute, not completed; names
---                   the workflow and the first keys like the other alerts
---                   about runs.
+-- Alerts: the 1.1 alerts plus
+--   stalled_runs      per workflow: runs left processing with an expired
+--                     lease, or failed_retryable and not redelivered, for
+--                     longer than idemgate.alert_stalled_after (15 min);
+--   terminal_failure  per workflow: runs failed for good in the last hour
+--                     (open dead letters), at once;
+--   lease_takeovers   per workflow: more than idemgate.alert_lease_takeovers
+--                     (5) takeovers of expired leases in 10 minutes;
+--   payload_mismatch  per workflow: claims refused with IG001 in the last
+--                     hour (payload_mismatches());
+--   unsettled_runs    per workflow: runs approved with all their effects
+--                     settled for longer than a minute, not completed.
+-- Each names the workflow and the first keys (at most 3, each cut to 64
+-- characters: IDEMGATE_ALERT_FIRST_KEYS and IDEMGATE_ALERT_KEY_CHARS in
+-- src/idemgate_limits.h), in its message and in the new column keys. The
+-- silence check keeps the predicate of events_claim_workflow_idx.
 -- Whoever redefines this view later: start from this file's definition.
 CREATE OR REPLACE VIEW idemgate.alert_instances AS
 WITH RECURSIVE settings AS (
@@ -395,6 +404,9 @@ SELECT r.alert, r.subject, r.severity,
          || r.suffix AS message,
        r.count, r.since, r.keys
   FROM raised r;
+
+COMMENT ON VIEW idemgate.alert_instances IS
+'idemgate.alerts plus the subject (effect type, workflow or database) that identifies each alert and, for alerts about runs, their first keys; read by publish_alerts and prometheus()';
 
 COMMENT ON VIEW idemgate.alerts IS
 'Alerts firing now, one row per alert and effect type, workflow or database: failure_rate (more than idemgate.alert_failures undelivered effects or failed runs of one type/workflow in 10 minutes), dead_letters (open, older than 1 hour), unknown_effects, silence (a watched workflow not claimed for twice its interval), stuck_effects (due pending effects older than idemgate.alert_stuck_after), dispatcher_missing (HTTP effects due where no dispatcher runs), kill_switch_off and type_paused (info), stalled_runs (runs processing with an expired lease or failed_retryable for longer than idemgate.alert_stalled_after), terminal_failure (runs failed for good in the last hour), lease_takeovers (more than idemgate.alert_lease_takeovers takeovers of expired leases in 10 minutes), payload_mismatch (claims refused with IG001 in the last hour), unsettled_runs (runs approved with all their effects settled for longer than a minute, not completed); messages name the workflow and the first keys';
