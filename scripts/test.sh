@@ -10,7 +10,8 @@
 #   prometheus-postgres-exporter and promtool (test/prometheus);
 #   as root: the HTTP sink self-test (test/sink), 3 minutes of the soak
 #   with random faults (bench/soak), the Debian package
-#   (test/package) and the shipped n8n workflows in a real n8n (test/n8n).
+#   (test/package), the shipped n8n workflows in a real n8n (test/n8n) and
+#   the n8n community-node package with its workflows (test/n8n-nodes).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
