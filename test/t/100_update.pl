@@ -1,7 +1,7 @@
 # test/t/100_update.pl
 #    ALTER EXTENSION idemgate UPDATE from every released version to the
 #    newest, on a database holding live work, while the dispatcher runs
-#    (SPEC §12). Two paths, each in a node of its own (the dispatcher
+#    (README.md, "Upgrading"). Two paths, each in a node of its own (the dispatcher
 #    serves one database, 'app', and says once per start that the schema
 #    is older than the library):
 #    - 1.0 → 1.1 → newest: CREATE EXTENSION VERSION '1.0', filled, then
@@ -123,7 +123,7 @@ my %volatile = ('idemgate.alert_state' => 1);
 # tables named by snapshot_name) before it is compared with the updated
 # tables.
 my %intended = (
-	# SPEC §14: register_endpoint gained rate_limit and max_in_flight, and
+	# 1.1: register_endpoint gained rate_limit and max_in_flight, and
 	# its bundle row follows the new signature.
 	'1.0--1.1' => [
 		"UPDATE upd_snap.idemgate_bundle_members SET fn = 'idemgate.register_endpoint(text,text,interval,integer,boolean,jsonb,text,double precision,integer)'"
