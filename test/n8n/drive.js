@@ -248,13 +248,74 @@ async function errorWorkflow(db) {
 }
 
 async function alerts(db) {
-  await db.query("SELECT idemgate.set_actions_enabled(false, 'n8n-test', 'alert relay test')");
-  await db.query('SELECT idemgate.publish_alerts()');
-  const got = await waitFor('alert', () => sinkRequests().find((q) => q.path === '/alerts' && q.body && q.body.alert === 'kill_switch_off'), 15000);
-  check(!!got && typeof got.body.state === 'string', 'alert relay: the kill_switch_off alert reached the chat sink', got);
-  check(!!got && /idemgate alert kill_switch_off/.test(got.body.text), 'alert relay: the message names the alert', got && got.body);
-  await db.query("SELECT idemgate.set_actions_enabled(true, 'n8n-test', 'alert relay test done')");
-  await db.query('SELECT idemgate.publish_alerts()');
+  // The alert relay posts each NOTIFY idemgate_alerts to the chat sink with
+  // the payload's business message (workflow or effect type, first keys),
+  // its severity and state. A second session LISTENs to see the payloads.
+  const listener = new Client();
+  await listener.connect();
+  const notes = [];
+  listener.on('notification', (n) => { if (n.channel === 'idemgate_alerts') notes.push(JSON.parse(n.payload)); });
+  await listener.query('LISTEN idemgate_alerts');
+  const relayed = (p, from) => sinkRequests().slice(from).find((q) => q.path === '/alerts' && q.body
+    && q.body.alert === p.alert && q.body.state === p.state && q.body.subject === p.subject);
+  const says = (q, p) => !!q && typeof q.body.text === 'string' && q.body.text.includes(p.message)
+    && q.body.text.includes(p.severity) && q.body.text.includes(p.state);
+  try {
+    // A business event: a run of workflow invoices fails for good (terminal_failure, at once).
+    const key = 'invoice-2026-0918-ACME-4471';
+    const run = (await db.query("SELECT lease_owner::text, version FROM idemgate.claim($1, '{\"amount\": 42}', '5 minutes', 'invoices', NULL, 'n8n-test')", [key])).rows[0];
+    await db.query("SELECT idemgate.fail($1, $2, $3, 'invalid_output', 'the model answered without a total, twice', false)", [key, run.lease_owner, run.version]);
+    await db.query("SELECT idemgate.set_actions_enabled(false, 'n8n-test', 'alert relay test')");
+    let from = sinkRequests().length;
+    await db.query('SELECT idemgate.publish_alerts()');
+    await waitFor('notifications', () => notes.some((p) => p.alert === 'kill_switch_off')
+      && notes.some((p) => p.alert === 'terminal_failure' && (p.keys || []).includes(key)), 5000, 100);
+    const tf = notes.find((p) => p.alert === 'terminal_failure' && (p.keys || []).includes(key));
+    check(!!tf && tf.state === 'firing' && /invoice-2026-0918-ACME-4471/.test(tf.message) && /workflow invoices/.test(tf.message),
+      'alert relay: the terminal_failure payload names workflow and key', tf);
+    const firing = notes.splice(0);
+    const got = new Map();
+    await waitFor('relayed', () => {
+      for (const p of firing) if (!got.get(p)) got.set(p, relayed(p, from));
+      return firing.every((p) => got.get(p));
+    }, 30000, 250);
+    const tq = tf && got.get(tf);
+    check(says(tq, tf) && /^idemgate warning alert firing: run invoice-2026-0918-ACME-4471 of workflow invoices failed for good/.test(tq.body.text),
+      'alert relay: the chat text is the business message ("run ... of workflow invoices failed for good"), with severity and state',
+      { text: tq && tq.body.text, message: tf && tf.message });
+    check(!!tq && !/SELECT \* FROM idemgate\.alerts/.test(tq.body.text), 'alert relay: no generic "see the alerts view" text when the payload names the event', tq && tq.body.text);
+    const ks = firing.find((p) => p.alert === 'kill_switch_off');
+    check(says(ks && got.get(ks), ks), 'alert relay: the kill_switch_off alert reached the chat sink with its message', { text: ks && got.get(ks) && got.get(ks).body.text, message: ks && ks.message });
+    const missing = firing.filter((p) => !says(got.get(p), p));
+    check(firing.length >= 2 && missing.length === 0, `alert relay: each of the ${firing.length} firing alerts was relayed with its message, severity and state`,
+      missing.map((p) => ({ payload: p, relayed: got.get(p) && got.get(p).body })));
+
+    // Cleared: the text says cleared, with what the alert said last.
+    from = sinkRequests().length;
+    await db.query("SELECT idemgate.set_actions_enabled(true, 'n8n-test', 'alert relay test done')");
+    await db.query('SELECT idemgate.publish_alerts()');
+    const cl = await waitFor('cleared', () => notes.find((p) => p.alert === 'kill_switch_off' && p.state === 'cleared'), 5000, 100);
+    const cq = cl && await waitFor('relayed', () => relayed(cl, from), 20000);
+    check(says(cq, cl) && /^idemgate info alert cleared: kill switch off/.test(cq.body.text),
+      'alert relay: a cleared alert says cleared, with its message', { text: cq && cq.body.text, message: cl && cl.message });
+
+    // Without details (idemgate.alert_notify_details off) the text points at the alerts view.
+    notes.splice(0);
+    from = sinkRequests().length;
+    await db.query('SET idemgate.alert_notify_details = off');
+    await db.query("SELECT idemgate.set_actions_enabled(false, 'n8n-test', 'alert relay test, no details')");
+    await db.query('SELECT idemgate.publish_alerts()');
+    const bare = await waitFor('bare', () => notes.find((p) => p.alert === 'kill_switch_off'), 5000, 100);
+    const bq = bare && await waitFor('relayed', () => relayed(bare, from), 20000);
+    check(!!bare && bare.message === undefined && !!bq
+          && bq.body.text === `idemgate info alert firing: kill_switch_off since ${bare.at} (details: SELECT * FROM idemgate.alerts)`,
+    'alert relay: a payload without details names the alert and points at the alerts view', { payload: bare, text: bq && bq.body.text });
+  } finally {
+    await db.query("SELECT idemgate.set_actions_enabled(true, 'n8n-test', 'alert relay test done')").catch(() => {});
+    await db.query('SELECT idemgate.publish_alerts()').catch(() => {});
+    await db.query('RESET idemgate.alert_notify_details').catch(() => {});
+    await listener.end().catch(() => {});
+  }
 }
 
 (async () => {
