@@ -19,7 +19,7 @@
 #
 #	  bash bench/soak/run.sh --minutes 3             # CI (scripts/test.sh)
 #	  bash bench/soak/run.sh --minutes 60            # the figures in bench/README.md
-#	  bash bench/soak/run.sh --minutes 10 --faults off --rate 1500
+#	  bash bench/soak/run.sh --minutes 10 --faults off --rate 300
 #	                                                  # steady state: rate and memory
 #	  Options: --minutes N (default 3), --faults on|off, --rate R (automatic
 #	  runs/s, default 30), --approval-rate R (default 5), --fault-gap S
