@@ -266,13 +266,6 @@ static SavedStatement lock_settled_stmt = {
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
-/* An operator's lock on a run (reinject): its state only. */
-static SavedStatement lock_run_state_stmt = {
-	"SELECT state FROM idemgate.runs"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-	1, {TEXTOID}
-};
-
 static SavedStatement reset_failures_stmt = {
 	"UPDATE idemgate.runs SET failures = 0 WHERE idempotency_key OPERATOR(pg_catalog.=) $1",
 	1, {TEXTOID}
@@ -1427,23 +1420,6 @@ idemgate_complete_settled_runs(PG_FUNCTION_ARGS)
 	n = CompleteSettledRuns(limit);
 	SPI_finish();
 	PG_RETURN_INT32(n);
-}
-
-/*
- * LockRunState locks the run of key (FOR UPDATE) and returns its state, or
- * NULL when there is no such run. Must be called inside SPI.
- */
-char *
-LockRunState(text *key)
-{
-	Datum		value = PointerGetDatum(key);
-	bool		isnull;
-
-	if (ExecSaved(&lock_run_state_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock run");
-	if (SPI_processed == 0)
-		return NULL;
-	return TextDatumGetCString(GetResultDatum(0, 1, &isnull));
 }
 
 /* ResetRunFailures sets a locked run's failure count back to 0 (reinject). */

@@ -60,7 +60,6 @@ extern int	CompleteLockedRuns(Datum keys);
 extern int	CompleteSettledRuns(int limit);
 
 /* Operator commands and record_validation; inside SPI. */
-extern char *LockRunState(text *key);
 extern void ResetRunFailures(text *key);
 extern int32 CountValidation(text *key);
 
