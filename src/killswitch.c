@@ -155,6 +155,14 @@ idemgate_control_restore(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) || !TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		elog(ERROR, "idemgate_control_restore must be a BEFORE INSERT row trigger");
 	newtuple = trigdata->tg_trigtuple;
+
+	/*
+	 * On Citus the trigger is copied to each node's copy of the reference
+	 * table (idemgate.control_<shard id>), which Citus itself fills: that
+	 * insert is the copy, not a restore.
+	 */
+	if (strcmp(RelationGetRelationName(trigdata->tg_relation), "control") != 0)
+		return PointerGetDatum(newtuple);
 	tupdesc = RelationGetDescr(trigdata->tg_relation);
 	for (int i = 0; i < 4; i++)
 	{

@@ -14,7 +14,114 @@
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 
+#include "catalog/pg_type.h"
+#include "utils/uuid.h"
+
+#include "distributed.h"
 #include "spi_util.h"
+
+/*
+ * Routing on Citus (docs/citus.md). A statement on a per-run table names
+ * the parameter its bucket comes from and where the bucket goes, in SQL
+ * comments that a single node ignores:
+ *
+ *   / *@route $k* /       the bucket comes from $k: a key (text), an effect
+ *                        or approval id (uuid) or a bucket (integer)
+ *   / *@bucket a* /       becomes " AND a.bucket = $N" (a: an alias, or none)
+ *   / *@bucket_col* /     becomes ", bucket" in an INSERT's column list
+ *   / *@bucket_val* /     becomes ", $N" in its VALUES
+ *
+ * where $N is one more parameter than the statement has. On a distributed
+ * install such a statement runs in that second form, with $N the bucket,
+ * so Citus sends it to one shard. An id or token that carries no bucket
+ * (made before distribute()) runs the statement as written, on every shard.
+ */
+
+/* RouteArg finds the / *@route $k* / marker: k, or -1 when there is none. */
+static int
+RouteArg(const char *sql)
+{
+	const char *m = strstr(sql, "/*@route $");
+
+	return m ? atoi(m + strlen("/*@route $")) : -1;
+}
+
+/* RoutedSql expands the markers for parameter $n (see above). */
+static char *
+RoutedSql(const char *sql, int n)
+{
+	StringInfoData out;
+	const char *p = sql;
+
+	initStringInfo(&out);
+	for (;;)
+	{
+		const char *m = strstr(p, "/*@");
+		const char *end;
+		char		word[64];
+		char		alias[64];
+		int			len;
+
+		if (m == NULL)
+		{
+			appendStringInfoString(&out, p);
+			break;
+		}
+		appendBinaryStringInfo(&out, p, m - p);
+		end = strstr(m, "*/");
+		if (end == NULL)
+			elog(ERROR, "unterminated routing marker in \"%s\"", sql);
+		len = end - (m + 3);
+		if (len >= (int) sizeof(word))
+			elog(ERROR, "routing marker too long in \"%s\"", sql);
+		memcpy(word, m + 3, len);
+		word[len] = '\0';
+		alias[0] = '\0';
+		if (strncmp(word, "route ", 6) == 0)
+			 /* dropped */ ;
+		else if (strcmp(word, "bucket_col") == 0)
+			appendStringInfoString(&out, ", bucket");
+		else if (strcmp(word, "bucket_val") == 0)
+			appendStringInfo(&out, ", $%d", n);
+		else if (strcmp(word, "bucket") == 0)
+			appendStringInfo(&out, " AND bucket OPERATOR(pg_catalog.=) $%d", n);
+		else if (sscanf(word, "bucket %63s", alias) == 1)
+			appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) $%d", alias, n);
+		else
+			elog(ERROR, "unknown routing marker \"%s\"", word);
+		p = end + 2;
+	}
+	return out.data;
+}
+
+/*
+ * RouteBucket returns the bucket of a routed statement's call, or -1 when
+ * its route parameter carries none.
+ */
+static int
+RouteBucket(SavedStatement *stmt, Datum *values, const char *nulls)
+{
+	int			k = stmt->route_arg - 1;
+	Oid			type = stmt->argtypes[k];
+	bool		isnull = nulls != NULL && nulls[k] == 'n';
+
+	if (type == TEXTOID)
+	{
+		text	   *key;
+
+		if (isnull)
+			return IDEMGATE_KEYLESS_BUCKET;
+		key = DatumGetTextPP(values[k]);
+		return KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+	}
+	if (isnull)
+		return -1;
+	if (type == UUIDOID)
+		return UuidBucket(DatumGetUUIDP(values[k]));
+	if (type == INT4OID)
+		return DatumGetInt32(values[k]);
+	elog(ERROR, "routing parameter $%d of \"%s\" is of type %u", k + 1, stmt->sql, type);
+}
 
 /* ConnectSPI connects to SPI or raises an error. */
 void
@@ -26,6 +133,12 @@ ConnectSPI(void)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 }
 
+static int	ExecPlan(const char *sql, SPIPlanPtr plan, bool *planned, int cursor_options,
+					 Datum *values, const char *nulls, bool read_only, long count,
+					 Snapshot snapshot);
+static int	ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
+					   bool read_only, long count, Snapshot snapshot, int bucket);
+
 /*
  * ExecSavedIn runs a saved statement, preparing it on first use, in
  * snapshot (InvalidSnapshot: as SPI chooses, the transaction's in
@@ -36,9 +149,15 @@ static int
 ExecSavedIn(SavedStatement *stmt, Datum *values, const char *nulls,
 			bool read_only, long count, Snapshot snapshot)
 {
-	int			rc;
-	int			nest = 0;
-	bool		planning;
+	if (stmt->route_arg == 0)
+		stmt->route_arg = RouteArg(stmt->sql);
+	if (stmt->route_arg > 0 && IdemgateIsDistributed())
+	{
+		int			bucket = RouteBucket(stmt, values, nulls);
+
+		if (bucket >= 0)
+			return ExecRouted(stmt, values, nulls, read_only, count, snapshot, bucket);
+	}
 
 	if (stmt->plan == NULL)
 	{
@@ -53,8 +172,25 @@ ExecSavedIn(SavedStatement *stmt, Datum *values, const char *nulls,
 		stmt->plan = plan;
 		stmt->planned = false;
 	}
-	planning = (stmt->cursor_options & CURSOR_OPT_GENERIC_PLAN) &&
-		(!stmt->planned || !SPI_plan_is_valid(stmt->plan));
+	return ExecPlan(stmt->sql, stmt->plan, &stmt->planned, stmt->cursor_options,
+					values, nulls, read_only, count, snapshot);
+}
+
+/*
+ * ExecPlan runs a prepared plan (see ExecSavedIn): the generic plan of a
+ * statement that asks for one is made with index scans only.
+ */
+static int
+ExecPlan(const char *sql, SPIPlanPtr plan, bool *planned, int cursor_options,
+		 Datum *values, const char *nulls, bool read_only, long count,
+		 Snapshot snapshot)
+{
+	int			rc;
+	int			nest = 0;
+	bool		planning;
+
+	planning = (cursor_options & CURSOR_OPT_GENERIC_PLAN) &&
+		(!*planned || !SPI_plan_is_valid(plan));
 	if (planning)
 	{
 		/*
@@ -73,19 +209,60 @@ ExecSavedIn(SavedStatement *stmt, Datum *values, const char *nulls,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
 	if (snapshot == InvalidSnapshot)
-		rc = SPI_execute_plan(stmt->plan, values, nulls, read_only, count);
+		rc = SPI_execute_plan(plan, values, nulls, read_only, count);
 	else
-		rc = SPI_execute_snapshot(stmt->plan, values, nulls, snapshot, InvalidSnapshot,
+		rc = SPI_execute_snapshot(plan, values, nulls, snapshot, InvalidSnapshot,
 								  read_only, true, count);
 	if (planning)
 	{
 		AtEOXact_GUC(true, nest);
-		stmt->planned = true;
+		*planned = true;
 	}
 	if (rc < 0)
 		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s",
-			 stmt->sql, SPI_result_code_string(rc));
+			 sql, SPI_result_code_string(rc));
 	return rc;
+}
+
+/*
+ * ExecRouted runs the routed form of a statement (see "Routing on Citus"),
+ * preparing it on first use, with bucket as its last parameter.
+ */
+static int
+ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
+		   bool read_only, long count, Snapshot snapshot, int bucket)
+{
+	int			n = stmt->nargs + 1;
+	Datum		rvalues[lengthof(stmt->argtypes) + 1];
+	char		rnulls[lengthof(stmt->argtypes) + 1];
+
+	if (stmt->dist_plan == NULL)
+	{
+		Oid			types[lengthof(stmt->argtypes) + 1];
+		char	   *sql = RoutedSql(stmt->sql, n);
+		SPIPlanPtr	plan;
+
+		memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
+		types[stmt->nargs] = INT4OID;
+		plan = SPI_prepare_cursor(sql, n, types, stmt->cursor_options);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		pfree(sql);
+		stmt->dist_plan = plan;
+		stmt->dist_planned = false;
+	}
+	for (int i = 0; i < stmt->nargs; i++)
+	{
+		rvalues[i] = values[i];
+		rnulls[i] = nulls ? nulls[i] : ' ';
+	}
+	rvalues[stmt->nargs] = Int32GetDatum(bucket);
+	rnulls[stmt->nargs] = ' ';
+	return ExecPlan(stmt->sql, stmt->dist_plan, &stmt->dist_planned, stmt->cursor_options,
+					rvalues, rnulls, read_only, count, snapshot);
 }
 
 /*

@@ -21,6 +21,10 @@ typedef struct SavedStatement
 	SPIPlanPtr	plan;
 	int			cursor_options;	/* e.g. CURSOR_OPT_GENERIC_PLAN; 0 = default */
 	bool		planned;		/* executed once since it was prepared */
+	/* Set on first use; see "Routing on Citus" in src/spi_util.c. */
+	int			route_arg;		/* 0 unknown, -1 none, else $n of the route */
+	SPIPlanPtr	dist_plan;		/* the statement with its bucket added */
+	bool		dist_planned;
 } SavedStatement;
 
 /*

@@ -1,0 +1,138 @@
+-- sql/1.1--1.2/60_distribute.sql — idemgate on Citus (docs/citus.md).
+--
+-- A single-node install is unchanged by this file: it only adds the
+-- functions. idemgate.distribute() turns an installed database, empty or
+-- not, into a distributed one: every per-run table gains a bucket column
+-- (the first two bytes of SHA-256 of the run's key, src/distributed.c),
+-- its primary and unique keys gain bucket, and it is distributed by bucket,
+-- co-located with runs; every configuration table becomes a reference
+-- table, copied to every node. Effect and approval ids made afterwards
+-- carry their bucket, and so do tokens, so each call finds its one shard.
+
+CREATE FUNCTION idemgate.key_bucket(key text) RETURNS integer
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'idemgate_key_bucket';
+COMMENT ON FUNCTION idemgate.key_bucket(text) IS
+'The bucket of a run key: the first two bytes of its SHA-256, 0..65535; the distribution column of a distributed install';
+
+CREATE FUNCTION idemgate.uuid_bucket(id uuid) RETURNS integer
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'idemgate_uuid_bucket';
+COMMENT ON FUNCTION idemgate.uuid_bucket(uuid) IS
+'The bucket an effect or approval id carries (a version 8 UUID made on a distributed install), or NULL';
+
+CREATE FUNCTION idemgate.distribute(shard_count integer DEFAULT 32) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  t text;
+  w record;
+  ddl text;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
+    RAISE EXCEPTION 'idemgate.distribute needs the citus extension in this database'
+      USING ERRCODE = '0A000',
+            HINT = 'Preload citus before idemgate (shared_preload_libraries = ''citus,idemgate''), CREATE EXTENSION citus, add the workers, then call idemgate.distribute() on the coordinator.';
+  END IF;
+  IF NOT pg_catalog.citus_is_coordinator() THEN
+    RAISE EXCEPTION 'idemgate.distribute runs on the Citus coordinator only'
+      USING ERRCODE = '0A000',
+            HINT = 'Connect to the coordinator and call it there.';
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+              WHERE logicalrelid OPERATOR(pg_catalog.=) 'idemgate.runs'::pg_catalog.regclass) THEN
+    RAISE NOTICE 'idemgate is already distributed; nothing changed';
+    RETURN;
+  END IF;
+  IF shard_count IS NULL OR shard_count NOT BETWEEN 1 AND 64000 THEN
+    RAISE EXCEPTION 'shard_count must be between 1 and 64000, got %', shard_count
+      USING ERRCODE = '22023';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_node
+                  WHERE noderole OPERATOR(pg_catalog.=) 'primary' AND shouldhaveshards
+                    AND groupid OPERATOR(pg_catalog.<>) 0) THEN
+    RAISE EXCEPTION 'the Citus cluster has no worker to hold shards'
+      USING ERRCODE = '0A000',
+            HINT = 'Add workers with citus_add_node first.';
+  END IF;
+
+  -- Nothing may write the tables while they change hands.
+  LOCK TABLE idemgate.runs, idemgate.outbox, idemgate.approvals, idemgate.events,
+             idemgate.dead_letters IN ACCESS EXCLUSIVE MODE;
+  PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
+  -- control and paused_effect_types keep their send-barrier triggers on
+  -- every copy (src/send_barrier.c); bundle_members its canonical-name one.
+  PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
+
+  -- The bucket column and the keys that include it (Citus enforces a key
+  -- on one shard only when it includes the distribution column; the names
+  -- stay). The workers got the extension's tables with CREATE EXTENSION,
+  -- outside Citus: their copies (empty, used to plan) change the same way.
+  ddl := $ddl$
+    ALTER TABLE idemgate.runs ADD COLUMN IF NOT EXISTS bucket integer;
+    ALTER TABLE idemgate.outbox ADD COLUMN IF NOT EXISTS bucket integer;
+    ALTER TABLE idemgate.approvals ADD COLUMN IF NOT EXISTS bucket integer;
+    ALTER TABLE idemgate.events ADD COLUMN IF NOT EXISTS bucket integer;
+    ALTER TABLE idemgate.dead_letters ADD COLUMN IF NOT EXISTS bucket integer;
+    UPDATE idemgate.runs SET bucket = idemgate.key_bucket(idempotency_key) WHERE bucket IS NULL;
+    UPDATE idemgate.outbox SET bucket = idemgate.key_bucket(idempotency_key) WHERE bucket IS NULL;
+    UPDATE idemgate.approvals SET bucket = idemgate.key_bucket(idempotency_key) WHERE bucket IS NULL;
+    UPDATE idemgate.dead_letters SET bucket = idemgate.key_bucket(idempotency_key) WHERE bucket IS NULL;
+    UPDATE idemgate.events SET bucket = COALESCE(idemgate.key_bucket(idempotency_key), 0) WHERE bucket IS NULL;
+    ALTER TABLE idemgate.runs ALTER COLUMN bucket SET NOT NULL,
+      DROP CONSTRAINT runs_pkey,
+      ADD CONSTRAINT runs_pkey PRIMARY KEY (idempotency_key, bucket);
+    ALTER TABLE idemgate.outbox ALTER COLUMN bucket SET NOT NULL,
+      DROP CONSTRAINT outbox_pkey,
+      ADD CONSTRAINT outbox_pkey PRIMARY KEY (effect_id, bucket),
+      DROP CONSTRAINT outbox_idempotency_key_effect_type_target_key,
+      ADD CONSTRAINT outbox_idempotency_key_effect_type_target_key
+        UNIQUE (idempotency_key, effect_type, target, bucket);
+    ALTER TABLE idemgate.approvals ALTER COLUMN bucket SET NOT NULL,
+      DROP CONSTRAINT approvals_pkey,
+      ADD CONSTRAINT approvals_pkey PRIMARY KEY (approval_id, bucket),
+      DROP CONSTRAINT approvals_token_hash_key,
+      ADD CONSTRAINT approvals_token_hash_key UNIQUE (token_hash, bucket);
+    ALTER TABLE idemgate.events ALTER COLUMN bucket SET NOT NULL,
+      DROP CONSTRAINT events_pkey,
+      ADD CONSTRAINT events_pkey PRIMARY KEY (id, bucket);
+    ALTER TABLE idemgate.dead_letters ALTER COLUMN bucket SET NOT NULL,
+      DROP CONSTRAINT dead_letters_pkey,
+      ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (id, bucket);
+  $ddl$;
+  FOR w IN SELECT * FROM pg_catalog.run_command_on_workers(ddl) LOOP
+    IF NOT w.success THEN
+      RAISE EXCEPTION 'could not prepare idemgate''s tables on worker %:%: %', w.nodename, w.nodeport, w.result
+        USING ERRCODE = '55000',
+              HINT = 'Every worker needs the same idemgate version (CREATE EXTENSION propagated by Citus); fix the worker and call idemgate.distribute() again.';
+    END IF;
+  END LOOP;
+  EXECUTE ddl;
+
+  -- Configuration: a copy on every node.
+  FOREACH t IN ARRAY ARRAY['control', 'endpoints', 'watched_workflows', 'bundle_members',
+                           'granted_bundles', 'paused_effect_types', 'alert_state',
+                           'metrics_rollup', 'effect_type_rollup', 'run_metrics_rollup',
+                           'effect_type_grants', 'effect_type_policies'] LOOP
+    PERFORM pg_catalog.create_reference_table(pg_catalog.format('idemgate.%I', t)::pg_catalog.regclass);
+  END LOOP;
+
+  -- Per-run tables: one shard group per bucket range.
+  PERFORM pg_catalog.create_distributed_table('idemgate.runs', 'bucket',
+                                              shard_count => shard_count, colocate_with => 'none');
+  FOREACH t IN ARRAY ARRAY['outbox', 'approvals', 'events', 'dead_letters'] LOOP
+    PERFORM pg_catalog.create_distributed_table(pg_catalog.format('idemgate.%I', t)::pg_catalog.regclass,
+                                                'bucket', colocate_with => 'idemgate.runs');
+  END LOOP;
+
+END
+$$;
+REVOKE ALL ON FUNCTION idemgate.distribute(integer) FROM PUBLIC;
+COMMENT ON FUNCTION idemgate.distribute(integer) IS
+'Citus: distribute every per-run table by bucket, co-located, and make configuration tables reference tables; run once on the coordinator (docs/citus.md)';
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('operator', 'idemgate.distribute(integer)'),
+    ('reader', 'idemgate.key_bucket(text)'),
+    ('reader', 'idemgate.uuid_bucket(uuid)');

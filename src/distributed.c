@@ -1,0 +1,175 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/distributed.c
+ *	  idemgate on Citus (docs/citus.md). Every per-run table is distributed
+ *	  by a bucket column: the first two bytes of SHA-256 of the run's key.
+ *	  A call carries its bucket in what it is given: the key itself, an
+ *	  effect or approval id (a version 8 UUID whose first two bytes are the
+ *	  bucket) or a token (the 43-character secret, '.', the bucket in four
+ *	  hex digits). So every call finds its one shard from its arguments,
+ *	  with no look-up; src/spi_util.c adds the bucket to each statement.
+ *
+ *	  Whether this install is distributed is read once per backend and
+ *	  again after any invalidation of idemgate.runs (distribute() changes
+ *	  it), so a single-node install pays one catalog probe per backend.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "inttypes.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+
+#include "crypto.h"
+#include "distributed.h"
+
+PG_FUNCTION_INFO_V1(idemgate_key_bucket);
+PG_FUNCTION_INFO_V1(idemgate_uuid_bucket);
+
+typedef enum
+{
+	DIST_UNKNOWN,
+	DIST_NO,
+	DIST_YES
+} DistState;
+
+static DistState dist_state = DIST_UNKNOWN;
+static bool callback_registered = false;
+
+/* ForgetDistState: any relation invalidation may be distribute() at work. */
+static void
+ForgetDistState(Datum arg, Oid relid)
+{
+	dist_state = DIST_UNKNOWN;
+}
+
+/*
+ * IdemgateIsDistributed says whether idemgate.runs is a Citus distributed
+ * table here (on the coordinator or, with metadata synced, on a worker).
+ */
+bool
+IdemgateIsDistributed(void)
+{
+	Oid			nsp;
+	Oid			runs;
+	Oid			dist;
+	int			rc;
+
+	if (dist_state != DIST_UNKNOWN)
+		return dist_state == DIST_YES;
+	if (!callback_registered)
+	{
+		CacheRegisterRelcacheCallback(ForgetDistState, (Datum) 0);
+		callback_registered = true;
+	}
+	dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
+	nsp = get_namespace_oid("idemgate", true);
+	runs = OidIsValid(nsp) ? get_relname_relid("runs", nsp) : InvalidOid;
+	if (!OidIsValid(dist) || !OidIsValid(runs))
+	{
+		dist_state = DIST_NO;
+		return false;
+	}
+
+	/* Catalog read, no user values: the relation oid is a number. */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	{
+		char		sql[160];
+
+		snprintf(sql, sizeof(sql),
+				 "SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid OPERATOR(pg_catalog.=) %u",
+				 runs);
+		rc = SPI_execute(sql, true, 1);
+	}
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_partition: %s", SPI_result_code_string(rc));
+	dist_state = SPI_processed > 0 ? DIST_YES : DIST_NO;
+	SPI_finish();
+	return dist_state == DIST_YES;
+}
+
+/* KeyBucket returns the bucket of a run key. */
+int
+KeyBucket(const char *key, int len)
+{
+	uint8		digest[IDEMGATE_SHA256_LEN];
+
+	Sha256(key, len, digest);
+	return (digest[0] << 8) | digest[1];
+}
+
+/*
+ * UuidBucket returns the bucket an id carries, or -1 for an id made before
+ * the install was distributed (any UUID but version 8).
+ */
+int
+UuidBucket(const pg_uuid_t *id)
+{
+	if ((id->data[6] >> 4) != 8)
+		return -1;
+	return (id->data[0] << 8) | id->data[1];
+}
+
+/* StampUuidBucket turns a random UUID into a version 8 one carrying bucket. */
+void
+StampUuidBucket(pg_uuid_t *id, int bucket)
+{
+	id->data[0] = (uint8) (bucket >> 8);
+	id->data[1] = (uint8) (bucket & 0xff);
+	id->data[6] = (id->data[6] & 0x0f) | 0x80;	/* version 8 */
+	id->data[8] = (id->data[8] & 0x3f) | 0x80;	/* RFC 9562 variant */
+}
+
+/*
+ * TokenBucket returns the bucket a token carries ("<43 chars>.<4 hex>"), or
+ * -1 for a token without one (single node, or issued before distribute()).
+ */
+int
+TokenBucket(const char *token, int len)
+{
+	int			bucket = 0;
+
+	if (len != IDEMGATE_ROUTED_TOKEN_CHARS || token[IDEMGATE_TOKEN_SECRET_CHARS] != '.')
+		return -1;
+	for (int i = IDEMGATE_TOKEN_SECRET_CHARS + 1; i < len; i++)
+	{
+		char		c = token[i];
+		int			v;
+
+		if (c >= '0' && c <= '9')
+			v = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v = c - 'a' + 10;
+		else
+			return -1;
+		bucket = (bucket << 4) | v;
+	}
+	return bucket;
+}
+
+/* idemgate.key_bucket(key text) RETURNS integer */
+Datum
+idemgate_key_bucket(PG_FUNCTION_ARGS)
+{
+	text	   *key = PG_GETARG_TEXT_PP(0);
+
+	PG_RETURN_INT32(KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
+}
+
+/* idemgate.uuid_bucket(id uuid) RETURNS integer: NULL when it carries none. */
+Datum
+idemgate_uuid_bucket(PG_FUNCTION_ARGS)
+{
+	int			bucket = UuidBucket(PG_GETARG_UUID_P(0));
+
+	if (bucket < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(bucket);
+}
