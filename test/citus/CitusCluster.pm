@@ -19,7 +19,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(citus_cluster plain_node distribute psql_result
+our @EXPORT = qw(citus_cluster plain_node distribute psql_result query
   dispatchers_running on_each poll_app);
 
 # run.sh's timeout sends SIGTERM: die instead, so that END blocks run and
@@ -124,6 +124,18 @@ sub psql_result
 	my $ret = $n->psql('app', "\\set VERBOSITY verbose\n$sql",
 		stdout => \$out, stderr => \$err, on_error_stop => 1);
 	return ($ret, $out, $err);
+}
+
+# query($node, $sql) → the output of $sql in database app, or on failure
+# the error ("ERROR: ..."), so a test can compare it and go on.
+sub query
+{
+	my ($n, $sql) = @_;
+	my ($out, $err) = ('', '');
+	my $ret = $n->psql('app', $sql, stdout => \$out, stderr => \$err, on_error_stop => 1);
+	return $out if $ret == 0;
+	my ($e) = $err =~ /(ERROR:.*)/;
+	return $e // "psql exit $ret: $err";
 }
 
 # on_each($cl, $sql) → { node name => result } over the three nodes.

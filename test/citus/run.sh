@@ -99,6 +99,7 @@ rc=$?
 for pidfile in $(find "$work" -name postmaster.pid 2>/dev/null); do
 	runuser -u postgres -- "$pgbin/pg_ctl" -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 || true
 done
+rm -rf "$logs/citus-server-logs"
 cp -r "$work/tree/tmp_check/log" "$logs/citus-server-logs" 2>/dev/null || true
 
 # One line per subtest: "ok - <file>: <name>" / "not ok - <file>: <name>".
@@ -118,7 +119,15 @@ read -r passed failed bad < <(sed -n 's/^ok=\([0-9]*\) nok=\([0-9]*\) bad=\([0-9
 passed=${passed:-0}; failed=${failed:-0}; bad=${bad:-0}
 # A script that died (no plan, non-zero exit, bail out) counts as one failure,
 # and so does a run that reported nothing at all.
-grep -E '^(Dubious|# Looks like your test exited|Bailout called|Parse errors|No subtests run)' "$log" | sed 's/^/# /' || true
+# Why a script died: PostgreSQL::Test sends its stderr to the regress log.
+for f in "$work"/tree/tmp_check/log/regress_log_*; do
+	[ -f "$f" ] || continue
+	perl -ne '
+		BEGIN { ($n) = $ARGV[0] =~ m{regress_log_(\S+)$} }
+		if (/^error running SQL/) { $left = 3 }
+		$left = 1 if /^[^#\[].* at test\/citus\/t\/\S+ line \d+\.$/ || /^killed by signal/;
+		if ($left > 0) { print "# $n: $_"; $left-- }' "$f" | head -12
+done
 failed=$((failed + bad))
 [ "$passed" -gt 0 ] || [ "$failed" -gt 0 ] || failed=1
 [ "$rc" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
