@@ -59,14 +59,14 @@ sub single
 sub run_of
 {
 	my ($key) = @_;
-	return split /\|/, $coord->safe_psql('app',
+	return split /\|/, query($coord,
 		"SELECT lease_owner, version FROM idemgate.runs WHERE idempotency_key = '$key'");
 }
 
 sub bucket_hex
 {
 	my ($key) = @_;
-	return $coord->safe_psql('app', "SELECT lpad(to_hex(idemgate.key_bucket('$key')), 4, '0')");
+	return query($coord, "SELECT lpad(to_hex(idemgate.key_bucket('$key')), 4, '0')");
 }
 
 sub check_uuid
@@ -81,12 +81,12 @@ sub check_uuid
 my ($c) = single('claim', "SELECT outcome || '|' || lease_owner || '|' || version FROM idemgate.claim('s-1', '{\"n\": 1}')");
 my ($outcome, $owner, $version) = split /\|/, $c // '';
 is($outcome, 'claimed', 'claim: claimed');
-is($coord->safe_psql('app', "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 's-1'"),
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 's-1'"),
 	'1', 'the claimed run is visible in a distributed SELECT (fast path not used)');
-is($coord->safe_psql('app',
+is(query($coord,
 	"SELECT bucket = idemgate.key_bucket('s-1') FROM idemgate.runs WHERE idempotency_key = 's-1'"),
 	't', 'its bucket is key_bucket(key)');
-is($coord->safe_psql('app', "SELECT pg_relation_size('idemgate.runs')"), '0',
+is(query($coord, "SELECT pg_relation_size('idemgate.runs')"), '0',
 	"the coordinator's shell table stayed empty");
 my ($dup) = single('claim duplicate', "SELECT outcome FROM idemgate.claim('s-1', '{\"n\": 1}')");
 is($dup, 'duplicate', 'second claim: duplicate');
@@ -95,7 +95,8 @@ my ($e) = single('enqueue_effect', "SELECT effect_ids[1] || '|' || version FROM 
 	  . " '{\"type\": \"sent\", \"target\": \"t-1\", \"payload\": {\"n\": 1}}')");
 my ($eid) = split /\|/, $e // '';
 check_uuid('effect id', $eid // '', 's-1');
-ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.runs WHERE idempotency_key = 's-1'", 60),
+ok(defined $eid && $eid =~ /^[0-9a-f-]{36}$/
+	  && poll_app($coord, "SELECT state = 'completed' FROM idemgate.runs WHERE idempotency_key = 's-1'", 60),
 	'the effect was delivered and the run completed');
 is(scalar(@{ requests_by_key($sink)->{ $eid // '' } // [] }), 1, 'the sink got it once');
 
@@ -124,13 +125,13 @@ is($co, 'approved', 'consume_approval: approved');
 check_uuid('effect id from an approval', $aeid // '', 's-2');
 
 # Pull: claim_effects may visit every shard (not under the restriction).
-my ($peid, $powner) = split /\|/, $coord->safe_psql('app',
+my ($peid, $powner) = split /\|/, query($coord,
 	"SELECT effect_id || '|' || lease_owner FROM idemgate.claim_effects('pulled', 10)");
 is($peid, $aeid, 'claim_effects hands out the approved effect');
 my ($cmp) = single('complete_effect(jsonb)',
 	"SELECT idemgate.complete_effect(jsonb_build_object('effect_id', '$aeid', 'owner', '$powner', 'provider_id', 'p-2'))");
 is($cmp, 't', 'complete_effect(jsonb): true');
-is($coord->safe_psql('app', "SELECT state FROM idemgate.runs WHERE idempotency_key = 's-2'"),
+is(query($coord, "SELECT state FROM idemgate.runs WHERE idempotency_key = 's-2'"),
 	'completed', 'the approved run completed');
 
 # --- cas_transition, renew_lease, fail, record_validation ----------------
@@ -162,17 +163,17 @@ for my $k (qw(s-5 s-6 s-7))
 		  . " '{\"type\": \"$type\", \"target\": \"t\", \"payload\": {}}')");
 	$eff{$k} = $x;
 }
-my %lease = map { split /\|/ } split /\n/, $coord->safe_psql('app',
+my %lease = map { split /\|/ } split /\n/, query($coord,
 	"SELECT effect_id || '|' || lease_owner FROM idemgate.claim_effects('pulled', 10)");
 ok(exists $lease{ $eff{'s-5'} } && exists $lease{ $eff{'s-6'} }, 'both pulled effects claimed');
 
 my ($fe) = single('fail_effect (rejected)', "SELECT idemgate.fail_effect('$eff{'s-5'}', '$lease{ $eff{'s-5'} }', 'rejected', '400 bad request')");
 is($fe, 'failed', 'fail_effect rejected: failed');
-my $dl = $coord->safe_psql('app', "SELECT id FROM idemgate.dead_letters WHERE effect_id = '$eff{'s-5'}'");
+my $dl = query($coord, "SELECT id FROM idemgate.dead_letters WHERE effect_id = '$eff{'s-5'}'");
 like($dl, qr/^\d+$/, 'a dead letter was made');
 my ($rj) = single('reinject', "SELECT idemgate.reinject($dl, 'tester')");
 is($rj, 't', 'reinject: true');
-is($coord->safe_psql('app', "SELECT state FROM idemgate.outbox WHERE effect_id = '$eff{'s-5'}'"),
+is(query($coord, "SELECT state FROM idemgate.outbox WHERE effect_id = '$eff{'s-5'}'"),
 	'pending', 'the reinjected effect is pending again');
 
 my ($fu) = single('fail_effect (timeout)', "SELECT idemgate.fail_effect('$eff{'s-6'}', '$lease{ $eff{'s-6'} }', 'timeout_after_send', 'no answer')");
@@ -182,7 +183,7 @@ is($rs, 'completed', 'resolve_effect delivered: completed');
 
 my ($cn) = single('cancel_effect', "SELECT idemgate.cancel_effect('$eff{'s-7'}', 'tester', 'not wanted')");
 ok(defined $cn && $cn ne '', "cancel_effect: $cn");
-isnt($coord->safe_psql('app', "SELECT state FROM idemgate.outbox WHERE effect_id = '$eff{'s-7'}'"),
+isnt(query($coord, "SELECT state FROM idemgate.outbox WHERE effect_id = '$eff{'s-7'}'"),
 	'pending', 'the cancelled effect is no longer pending');
 
 # --- complete_effect (plain form) on a fresh pull --------------------------
@@ -190,14 +191,14 @@ single('claim', "SELECT outcome FROM idemgate.claim('s-8', '{}')");
 ($owner, $version) = run_of('s-8');
 my ($e8) = single('enqueue_effect', "SELECT effect_ids[1] FROM idemgate.enqueue_effect('s-8', '$owner', $version,"
 	  . " '{\"type\": \"pulled\", \"target\": \"t\", \"payload\": {}}')");
-%lease = map { split /\|/ } split /\n/, $coord->safe_psql('app',
+%lease = map { split /\|/ } split /\n/, query($coord,
 	"SELECT effect_id || '|' || lease_owner FROM idemgate.claim_effects('pulled', 10)");
 my ($ce) = single('complete_effect', "SELECT idemgate.complete_effect('$e8', '" . ($lease{ $e8 // '' } // '00000000-0000-0000-0000-000000000000') . "', 'p-8')");
 is($ce, 't', 'complete_effect: true');
 
-my $tx = $coord->safe_psql('app', 'SELECT count(*) FROM pg_dist_transaction');
+my $tx = query($coord, 'SELECT count(*) FROM pg_dist_transaction');
 is($tx, '0', 'pg_dist_transaction on the coordinator: 0 two-phase commits in all');
-diag('2PC records: ' . $coord->safe_psql('app', 'SELECT string_agg(gid, \' \') FROM pg_dist_transaction')) if $tx ne '0';
+diag('2PC records: ' . query($coord, 'SELECT string_agg(gid, \' \') FROM pg_dist_transaction')) if $tx ne '0';
 
 stop_sink($sink);
 $_->stop for reverse @{ $cl->{nodes} };
