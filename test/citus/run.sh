@@ -42,10 +42,10 @@ ensure_citus() {
 	name=$(basename "$tarball" .tar.gz)
 	tree="$cache/$name"
 	log="$cache/build.log"
-	echo "citus: building $name in $tree (log: $log)"
+	echo "citus: building $name in $tree (log: $log)" >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		libkrb5-dev liblz4-dev libzstd-dev libcurl4-openssl-dev >/dev/null 2>&1 ||
-		echo "citus: apt-get install of the build dependencies failed (trying anyway)"
+		echo "citus: apt-get install of the build dependencies failed (trying anyway)" >&2
 	(
 		flock 9
 		set -e
@@ -74,7 +74,7 @@ rm -rf "$work/tree/test/tmp_check"
 chown -R postgres "$work"
 logs="$root/test-results"
 mkdir -p "$logs"
-log="$logs/citus.log"
+log="$logs/citus-prove.log"
 
 limit=${IDEMGATE_CITUS_TIMEOUT:-900}
 # IDEMGATE_CITUS_TESTS="001 010" runs only the files whose names start so.
