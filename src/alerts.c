@@ -95,7 +95,7 @@ static SavedStatement lock_state_stmt = {
 	" SELECT alert, subject, severity, message, count, since" K " FROM cur" \
 	" ON CONFLICT (alert, subject) DO UPDATE" \
 	" SET severity = excluded.severity, message = excluded.message, count = excluded.count," \
-	"     since = excluded.since" EK ", updated_at = pg_catalog.now()" \
+	"     since = excluded.since" EK ", updated_at = excluded.updated_at" \
 	" WHERE (s.severity, s.message, s.count, s.since" SKS ")" \
 	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, excluded.since" EKS ")" \
 	" RETURNING 1" \

@@ -47,6 +47,7 @@
 #include "utils/uuid.h"
 
 #include "approvals.h"
+#include "distributed.h"
 #include "args.h"
 #include "crypto.h"
 #include "dead_letters.h"
@@ -77,14 +78,14 @@ PG_FUNCTION_INFO_V1(idemgate_expire_approvals);
  */
 static SavedStatement insert_approval_stmt = {
 	"INSERT INTO idemgate.approvals (approval_id, idempotency_key, token_hash,"
-	"  allowed_decisions, audience, requested_by, expires_at, card, effects, run_version)"
+	"  allowed_decisions, audience, requested_by, expires_at, card, effects, run_version/*@bucket_col*/)"
 	" VALUES ($1, $2, $3, '{approve,reject}'::pg_catalog.text[], $4, $5,"
 	"  pg_catalog.now() OPERATOR(pg_catalog.+) $6,"
 	"  COALESCE($7, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||)"
 	"    pg_catalog.jsonb_build_object('idempotency_key', $2,"
 	"      'expires_at', pg_catalog.now() OPERATOR(pg_catalog.+) $6),"
-	"  $8, $9)"
-	" RETURNING expires_at",
+	"  $8, $9/*@bucket_val*/)"
+	" RETURNING expires_at /*@route $2*/",
 	9, {UUIDOID, TEXTOID, BYTEAOID, TEXTARRAYOID, TEXTOID, INTERVALOID, JSONBOID,
 		JSONBOID, INT8OID}
 };
@@ -94,14 +95,14 @@ static SavedStatement peek_stmt = {
 	"  CASE WHEN a.consumed_at IS NOT NULL THEN 'consumed'"
 	"       WHEN a.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'expired'"
 	"       WHEN EXISTS (SELECT 1 FROM idemgate.runs r"
-	"                    WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key"
+	"                    WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key/*@join r a*//*@bucket r*/"
 	"                      AND r.state OPERATOR(pg_catalog.=) 'awaiting_human'"
 	"                      AND r.version OPERATOR(pg_catalog.=) a.run_version)"
 	"       THEN 'pending'"
 	"       ELSE 'expired' END,"
 	"  a.allowed_decisions, a.expires_at, a.card, a.effects"
-	" FROM idemgate.approvals a WHERE a.token_hash OPERATOR(pg_catalog.=) $1",
-	1, {BYTEAOID}
+	" FROM idemgate.approvals a WHERE a.token_hash OPERATOR(pg_catalog.=) $1/*@bucket a*//*@route $2*/",
+	2, {BYTEAOID, INT4OID}
 };
 
 /*
@@ -112,19 +113,19 @@ static SavedStatement peek_stmt = {
 static SavedStatement lock_approval_stmt = {
 	"SELECT approval_id, idempotency_key, run_version, effects, audience, requested_by"
 	" FROM idemgate.approvals"
-	" WHERE token_hash OPERATOR(pg_catalog.=) $1"
+	" WHERE token_hash OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $4*/"
 	"   AND consumed_at IS NULL"
 	"   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
 	"   AND $2 OPERATOR(pg_catalog.=) ANY (allowed_decisions)"
 	" FOR UPDATE",
-	2, {BYTEAOID, TEXTOID}
+	4, {BYTEAOID, TEXTOID, TEXTOID, INT4OID}
 };
 
 /* The seed's atomic consume, on the row already locked above. */
 static SavedStatement consume_stmt = {
 	"UPDATE idemgate.approvals"
 	" SET consumed_at = pg_catalog.now(), decision = $2, approver_subject = $3"
-	" WHERE approval_id OPERATOR(pg_catalog.=) $4"
+	" WHERE approval_id OPERATOR(pg_catalog.=) $4/*@bucket*//*@route $4*/"
 	"   AND token_hash OPERATOR(pg_catalog.=) $1"
 	"   AND consumed_at IS NULL"
 	"   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
@@ -139,9 +140,9 @@ static SavedStatement expired_stmt = {
 	" WHERE a.consumed_at IS NULL"
 	"   AND a.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"   AND EXISTS (SELECT 1 FROM idemgate.runs r"
-	"               WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key"
+	"               WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key/*@join r a*//*@buckets r*/"
 	"                 AND r.state OPERATOR(pg_catalog.=) 'awaiting_human'"
-	"                 AND r.version OPERATOR(pg_catalog.=) a.run_version)"
+	"                 AND r.version OPERATOR(pg_catalog.=) a.run_version)/*@buckets a*/"
 	" ORDER BY a.expires_at LIMIT " CppAsString2(EXPIRE_BATCH)
 	" FOR UPDATE OF a SKIP LOCKED",
 	0, {InvalidOid}
@@ -150,22 +151,36 @@ static SavedStatement expired_stmt = {
 static SavedStatement lock_for_cancel_stmt = {
 	"SELECT idempotency_key, run_version,"
 	"       consumed_at IS NULL AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
-	" FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	" FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE",
 	1, {UUIDOID}
 };
 
 static SavedStatement cancel_approval_stmt = {
 	"UPDATE idemgate.approvals"
 	" SET consumed_at = pg_catalog.now(), decision = 'cancelled', approver_subject = $2"
-	" WHERE approval_id OPERATOR(pg_catalog.=) $1",
+	" WHERE approval_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	2, {UUIDOID, TEXTOID}
 };
 
 static SavedStatement lock_run_skip_stmt = {
 	"SELECT state, version, payload, failures FROM idemgate.runs"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 FOR UPDATE SKIP LOCKED",
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE SKIP LOCKED",
 	1, {TEXTOID}
 };
+
+/*
+ * TokenBucketParam sets *value to the bucket a token carries (a routing
+ * parameter, src/distributed.c) and returns its null flag: 'n' for a
+ * token without one.
+ */
+static char
+TokenBucketParam(text *token, Datum *value)
+{
+	int			bucket = TokenBucket(VARDATA_ANY(token), VARSIZE_ANY_EXHDR(token));
+
+	*value = Int32GetDatum(bucket);
+	return bucket >= 0 ? ' ' : 'n';
+}
 
 /* TokenHash returns the SHA-256 of a token's bytes. */
 static bytea *
@@ -329,6 +344,8 @@ InsertApproval(text *key, int64 run_version, Jsonb *effects, int effect_count,
 	uint8		raw[IDEMGATE_TOKEN_BYTES];
 	char	   *token;
 	pg_uuid_t  *approval_id = RandomUuid();
+	int			bucket = IdemgateIsDistributed() ?
+		KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) : -1;
 	Datum		values[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
@@ -337,6 +354,12 @@ InsertApproval(text *key, int64 run_version, Jsonb *effects, int effect_count,
 	RandomBytes(raw, sizeof(raw));
 	token = Base64UrlEncode(raw, sizeof(raw));
 	explicit_bzero(raw, sizeof(raw));
+	if (bucket >= 0)
+	{
+		/* Distributed: the id and the token name the bucket (src/distributed.c). */
+		StampUuidBucket(approval_id, bucket);
+		token = psprintf("%s.%04x", token, bucket);
+	}
 
 	values[0] = UUIDPGetDatum(approval_id);
 	values[1] = PointerGetDatum(key);
@@ -479,16 +502,18 @@ idemgate_hash_token(PG_FUNCTION_ARGS)
 Datum
 idemgate_peek_approval(PG_FUNCTION_ARGS)
 {
-	Datum		values[1];
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
 	ReturnSetInfo *rsinfo;
 
 	RequireArg(fcinfo, 0, "token");
 	values[0] = PointerGetDatum(TokenHash(PG_GETARG_TEXT_PP(0)));
+	nulls[1] = TokenBucketParam(PG_GETARG_TEXT_PP(0), &values[1]);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	if (ExecSaved(&peek_stmt, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (ExecSaved(&peek_stmt, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "approval look-up failed");
 	if (SPI_processed == 1)
 	{
@@ -524,6 +549,7 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 	Datum		row[3] = {0, 0, 0};
 	bool		rownulls[3] = {false, true, true};
 	const char *outcome = "invalid";
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 
 	RequireArg(fcinfo, 0, "token");
 	token = PG_GETARG_TEXT_PP(0);
@@ -541,7 +567,8 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(TokenHash(token));
 	values[1] = PointerGetDatum(decision);
 	values[2] = CStringGetTextDatum(approver);
-	if (ExecSaved(&lock_approval_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+	nulls[3] = TokenBucketParam(token, &values[3]);
+	if (ExecSaved(&lock_approval_stmt, values, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "approval look-up failed");
 	if (SPI_processed == 1)
 	{

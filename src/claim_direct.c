@@ -115,6 +115,7 @@
 #include "utils/timestamp.h"
 
 #include "claim_direct.h"
+#include "distributed.h"
 
 /* How the statement fills a known column it does not name. */
 typedef enum KnownDefault
@@ -737,6 +738,10 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 
 	/* The statement raises the errors of these (a read-only transaction). */
 	if (XactReadOnly || IsInParallelMode())
+		return CLAIM_USE_STATEMENT;
+
+	/* On Citus the rows live in the shards: only the statement finds them. */
+	if (IdemgateIsDistributed())
 		return CLAIM_USE_STATEMENT;
 
 	memset(colnull, 0, sizeof(colnull));

@@ -25,25 +25,26 @@
 
 static SavedStatement insert_dead_letter = {
 	"INSERT INTO idemgate.dead_letters (kind, idempotency_key, effect_id, effect_type, "
-	"payload, error_class, error, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
-	"RETURNING id",
+	"payload, error_class, error, attempts/*@bucket_col*//*@id_col*/)/*@id_overriding*/"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7, $8/*@bucket_val*//*@id_val*/) "
+	"RETURNING id /*@route $2*/",
 	8, {TEXTOID, TEXTOID, UUIDOID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, INT4OID}
 };
 
 static SavedStatement target_stmt = {
-	"UPDATE idemgate.dead_letters SET target = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+	"UPDATE idemgate.dead_letters SET target = $2 WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	2, {INT8OID, TEXTOID}
 };
 
 static SavedStatement lock_letter_stmt = {
 	"SELECT kind, idempotency_key, effect_id, reinjected_at IS NOT NULL"
-	" FROM idemgate.dead_letters WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+	" FROM idemgate.dead_letters WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE",
 	1, {INT8OID}
 };
 
 static SavedStatement mark_letter_stmt = {
 	"UPDATE idemgate.dead_letters SET reinjected_at = pg_catalog.now(), reinjected_by = $2"
-	" WHERE id OPERATOR(pg_catalog.=) $1",
+	" WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	2, {INT8OID, TEXTOID}
 };
 

@@ -387,6 +387,9 @@ QueueForRecording(Claimed *it)
 
 /* ---------------------------------------------------------- rounds */
 
+/* This node's Citus group (0: the coordinator), -1 on a single node. */
+static int	node_group = -1;
+
 /* ClaimEffects claims up to limit effects; the items go to started[]. */
 static void
 ClaimEffects(int limit)
@@ -704,6 +707,7 @@ RoundWork(void *arg)
 
 	if (ExtensionInstalled())
 	{
+		node_group = DispatcherLeaseNode();	/* on Citus (after distribute()) */
 		if (!solo_recording)	/* else recorded afterwards, one by one */
 			RecordQueued();
 		if (!gone_leases_settled)
@@ -1187,8 +1191,11 @@ IdemgateDispatcherMain(Datum main_arg)
 			SendStarted(loop_cxt);
 		}
 
-		/* Housekeeping, by the first dispatcher only. */
-		if (my_slot == 0 && now >= next_housekeeping)
+		/*
+		 * Housekeeping, by the first dispatcher only; on Citus by the
+		 * coordinator's (its scans visit every shard, docs/citus.md).
+		 */
+		if (my_slot == 0 && node_group <= 0 && now >= next_housekeeping)
 		{
 			bool		ok;
 

@@ -18,7 +18,9 @@
  *   byte  6     0x8_ (version 8) + 4 random bits
  *   byte  7     0xD1, our marker
  *   byte  8     RFC 4122 variant + 6 random bits
- *   bytes 9-15  random (distinct per claim)
+ *   bytes 9-15  random (distinct per claim); on Citus bytes 9-10 are the
+ *               node's group id, so a node settles only its own gone
+ *               dispatchers' leases (another node's may be alive)
  *
  * Pull workers (claim_effects) get version 4 owners, so they never match.
  * When a dispatcher starts, it settles (exactly as an expired lease is
@@ -46,6 +48,8 @@
 
 #include "crypto.h"
 #include "dispatcher_leases.h"
+#include "distributed.h"
+#include "shard_buckets.h"
 #include "dispatcher_shmem.h"
 #include "outbox.h"
 #include "outbox_dispatch.h"
@@ -54,6 +58,19 @@
 static uint32 my_life = 0;
 static int	my_slot = -1;
 static uint8 my_incarnation = 0;
+static int	my_group = -1;		/* Citus group id, -1 on a single node */
+
+/*
+ * DispatcherLeaseNode notes and returns this node's Citus group
+ * (docs/citus.md; 0 is the coordinator), or -1 on a single node. Called in
+ * a transaction, before claims.
+ */
+int
+DispatcherLeaseNode(void)
+{
+	my_group = IdemgateIsDistributed() ? LocalGroupId() : -1;
+	return my_group;
+}
 
 /* DispatcherLeaseBegin notes this dispatcher's life, slot and incarnation. */
 void
@@ -81,6 +98,11 @@ DispatcherLeaseOwner(pg_uuid_t *owner)
 	owner->data[6] = (owner->data[6] & 0x0f) | 0x80;	/* version 8 */
 	owner->data[7] = DISPATCHER_LEASE_MARKER;
 	owner->data[8] = (owner->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+	if (my_group >= 0)
+	{
+		owner->data[9] = (uint8) (my_group >> 8);
+		owner->data[10] = (uint8) my_group;
+	}
 }
 
 /*

@@ -13,6 +13,7 @@
 #include "utils/uuid.h"
 
 extern void DispatcherLeaseBegin(int slot);
+extern int	DispatcherLeaseNode(void);
 extern void DispatcherLeaseOwner(pg_uuid_t *owner);
 extern int	SettleGoneDispatchersLeases(void);
 

@@ -31,6 +31,7 @@
 
 PG_FUNCTION_INFO_V1(idemgate_key_bucket);
 PG_FUNCTION_INFO_V1(idemgate_uuid_bucket);
+PG_FUNCTION_INFO_V1(idemgate_routed_id);
 
 typedef enum
 {
@@ -152,6 +153,38 @@ TokenBucket(const char *token, int len)
 		bucket = (bucket << 4) | v;
 	}
 	return bucket;
+}
+
+/*
+ * A dead letter's id on a distributed install: bit 62 set, 46 random bits,
+ * then the bucket in the low 16 bits, so reinject(id) finds its shard. Ids
+ * made before distribute() are identity values, far below bit 62.
+ */
+#define ROUTED_ID_FLAG (INT64CONST(1) << 62)
+
+/* RoutedIdBucket returns the bucket a dead letter id carries, or -1. */
+int
+RoutedIdBucket(int64 id)
+{
+	if ((id & ROUTED_ID_FLAG) == 0 || id < 0)
+		return -1;
+	return (int) (id & 0xffff);
+}
+
+/* idemgate.routed_id(bucket integer) RETURNS bigint: a new such id. */
+Datum
+idemgate_routed_id(PG_FUNCTION_ARGS)
+{
+	int32		bucket = PG_GETARG_INT32(0);
+	uint64		r;
+
+	if (bucket < 0 || bucket >= IDEMGATE_BUCKETS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bucket must be between 0 and %d, not %d", IDEMGATE_BUCKETS - 1, bucket)));
+	RandomBytes((uint8 *) &r, sizeof(r));
+	r &= (UINT64CONST(1) << 46) - 1;
+	PG_RETURN_INT64(ROUTED_ID_FLAG | (int64) (r << 16) | bucket);
 }
 
 /* idemgate.key_bucket(key text) RETURNS integer */

@@ -28,5 +28,6 @@ extern int	KeyBucket(const char *key, int len);
 extern int	UuidBucket(const pg_uuid_t *id);
 extern void StampUuidBucket(pg_uuid_t *id, int bucket);
 extern int	TokenBucket(const char *token, int len);
+extern int	RoutedIdBucket(int64 id);
 
 #endif

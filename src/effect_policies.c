@@ -94,7 +94,7 @@ static SavedStatement upsert_stmt = {
 	" SET requires_approval = excluded.requires_approval,"
 	"     requires_requester = excluded.requires_requester,"
 	"     review_sample = excluded.review_sample, cancel_window = excluded.cancel_window,"
-	"     updated_at = pg_catalog.now(), updated_by = excluded.updated_by"
+	"     updated_at = excluded.updated_at, updated_by = excluded.updated_by"
 	" RETURNING (xmax OPERATOR(pg_catalog.=) 0) AS created",
 	6, {TEXTOID, BOOLOID, BOOLOID, FLOAT4OID, INTERVALOID, TEXTOID}
 };

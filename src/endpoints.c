@@ -56,7 +56,7 @@ static SavedStatement upsert_stmt = {
 	" ON CONFLICT (effect_type) DO UPDATE"
 	" SET url = excluded.url, timeout = excluded.timeout, max_attempts = excluded.max_attempts,"
 	"     honors_idempotency_key = excluded.honors_idempotency_key, headers = excluded.headers,"
-	"     provider_id_field = excluded.provider_id_field, updated_at = pg_catalog.now()"
+	"     provider_id_field = excluded.provider_id_field, updated_at = excluded.updated_at"
 	" RETURNING (xmax OPERATOR(pg_catalog.=) 0) AS created",
 	7, {TEXTOID, TEXTOID, INTERVALOID, INT4OID, BOOLOID, JSONBOID, TEXTOID}
 };

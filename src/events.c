@@ -19,15 +19,16 @@
 #include "spi_util.h"
 
 static SavedStatement duplicate_event_stmt = {
-	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details)"
+	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details/*@bucket_col*/)"
 	" VALUES ($1, 'duplicate', $2, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint, 'origin', $6::text)))",
+	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint, 'origin', $6::text))/*@bucket_val*/)"
+	" /*@route $1*/",
 	6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID}
 };
 
 static SavedStatement insert_event = {
-	"INSERT INTO idemgate.events (idempotency_key, effect_id, kind, actor, details) "
-	"VALUES ($1, $2, $3, $4, $5)",
+	"INSERT INTO idemgate.events (idempotency_key, effect_id, kind, actor, details/*@bucket_col*/) "
+	"VALUES ($1, $2, $3, $4, $5/*@bucket_val*/) /*@route $1*/",
 	5, {TEXTOID, UUIDOID, TEXTOID, TEXTOID, JSONBOID}
 };
 

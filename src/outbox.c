@@ -66,7 +66,9 @@
 #include "events.h"
 #include "guc.h"
 #include "idemgate_limits.h"
+#include "distributed.h"
 #include "outbox.h"
+#include "shard_buckets.h"
 #include "runs.h"
 #include "spi_util.h"
 #include "sqlstates.h"
@@ -106,9 +108,9 @@ static SavedStatement claim_stmt = {
 	"WITH due AS ("
 	" SELECT o.effect_id FROM idemgate.outbox o"
 	" WHERE o.effect_type OPERATOR(pg_catalog.=) $1 AND o.state OPERATOR(pg_catalog.=) 'pending'"
-	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
+	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()/*@buckets o*/"
 	"   AND (SELECT r.state FROM idemgate.runs r"
-	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key)"
+	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"
 	"       OPERATOR(pg_catalog.=) 'approved'"
 	" ORDER BY o.next_attempt_at"
 	" LIMIT $2"
@@ -118,7 +120,7 @@ static SavedStatement claim_stmt = {
 	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1,"
 	"     lease_owner = $3, lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) $4,"
 	"     updated_at = pg_catalog.now()"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))/*@buckets o*/"
 	" RETURNING o.effect_id, o.idempotency_key, o.effect_type, o.target, o.payload,"
 	"           o.attempts, o.lease_owner",
 	4, {TEXTOID, INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
@@ -146,13 +148,13 @@ static SavedStatement complete_stmt = {
 	"     provider_id = ($3::pg_catalog.text[])[pg_catalog.array_position($1, o.effect_id)],"
 	"     last_status = ($4::pg_catalog.int4[])[pg_catalog.array_position($1, o.effect_id)],"
 	"     last_error = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($1)"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($1)/*@bucket o*//*@route $1*/"
 	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
 	"   AND o.lease_owner OPERATOR(pg_catalog.=) ($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
 	" RETURNING o.effect_id, o.idempotency_key"
 	"), locked AS ("
 	" SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.idempotency_key FROM done d))"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r"
 	")"
@@ -162,12 +164,37 @@ static SavedStatement complete_stmt = {
 	4, {UUIDARRAYOID, UUIDARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, GENERIC_PLAN
 };
 
+/*
+ * complete_stmt for one effect, with scalar parameters: on Citus each
+ * completion is its own statement (its effect's shard), and Citus cannot
+ * deparse complete_stmt's array subscripts in SET for local execution.
+ */
+static SavedStatement complete_one_stmt = {
+	"WITH done AS ("
+	" UPDATE idemgate.outbox o"
+	" SET state = 'completed', provider_id = $3, last_status = $4,"
+	"     last_error = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/"
+	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
+	"   AND o.lease_owner OPERATOR(pg_catalog.=) $2"
+	" RETURNING o.effect_id, o.idempotency_key"
+	"), locked AS ("
+	" SELECT r.idempotency_key FROM idemgate.runs r"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
+	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	" ORDER BY r.idempotency_key FOR UPDATE OF r"
+	")"
+	" SELECT d.effect_id, d.idempotency_key FROM done d"
+	" UNION ALL"
+	" SELECT NULL, l.idempotency_key FROM locked l",
+	4, {UUIDOID, UUIDOID, TEXTOID, INT4OID}
+};
 static SavedStatement lock_sending_stmt = {
 	"SELECT o.idempotency_key, o.effect_type, o.target, o.payload, o.attempts,"
 	"       e.max_attempts, e.honors_idempotency_key"
 	" FROM idemgate.outbox o"
 	" LEFT JOIN idemgate.endpoints e ON e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1 AND o.lease_owner OPERATOR(pg_catalog.=) $2"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/ AND o.lease_owner OPERATOR(pg_catalog.=) $2"
 	"   AND o.state OPERATOR(pg_catalog.=) 'sending'"
 	" FOR UPDATE OF o",
 	2, {UUIDOID, UUIDOID}
@@ -180,7 +207,7 @@ static SavedStatement fail_update_stmt = {
 	"                            ELSE pg_catalog.now() OPERATOR(pg_catalog.+) $3 END,"
 	"     last_status = $4, last_error = $5, lease_expires_at = NULL,"
 	"     updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/"
 	" RETURNING next_attempt_at",
 	5, {UUIDOID, TEXTOID, INTERVALOID, INT4OID, TEXTOID}
 };
@@ -189,7 +216,7 @@ static SavedStatement expired_stmt = {
 	"SELECT effect_id, lease_owner FROM idemgate.outbox"
 	" WHERE state OPERATOR(pg_catalog.=) 'sending'"
 	"   AND lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()"
-	"   AND ($1::text IS NULL OR effect_type OPERATOR(pg_catalog.=) $1)"
+	"   AND ($1::text IS NULL OR effect_type OPERATOR(pg_catalog.=) $1)/*@buckets outbox*/"
 	" ORDER BY lease_expires_at LIMIT " CppAsString2(SETTLE_BATCH)
 	" FOR UPDATE SKIP LOCKED",
 	1, {TEXTOID}
@@ -197,10 +224,10 @@ static SavedStatement expired_stmt = {
 
 static SavedStatement insert_effect_stmt = {
 	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
-	"                             next_attempt_at)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()))"
-	" ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING"
-	" RETURNING effect_id",
+	"                             next_attempt_at/*@bucket_col*/)"
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
+	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING"
+	" RETURNING effect_id /*@route $2*/",
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 
@@ -213,16 +240,16 @@ static SavedStatement insert_effect_stmt = {
  */
 static SavedStatement insert_windowed_effect_stmt = {
 	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
-	"                             next_attempt_at, cancel_until)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()), GREATEST($6, pg_catalog.now()))"
-	" ON CONFLICT (idempotency_key, effect_type, target) DO NOTHING"
-	" RETURNING effect_id",
+	"                             next_attempt_at, cancel_until/*@bucket_col*/)"
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()), GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
+	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING"
+	" RETURNING effect_id /*@route $2*/",
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 
 static SavedStatement existing_effect_stmt = {
 	"SELECT effect_id FROM idemgate.outbox"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/"
 	"   AND effect_type OPERATOR(pg_catalog.=) $2"
 	"   AND target OPERATOR(pg_catalog.=) $3",
 	3, {TEXTOID, TEXTOID, TEXTOID}
@@ -232,8 +259,8 @@ static SavedStatement existing_effect_stmt = {
 static SavedStatement lock_effect_stmt = {
 	"SELECT o.state, o.idempotency_key, o.effect_type, r.state"
 	" FROM idemgate.outbox o"
-	" LEFT JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF o",
+	" LEFT JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*/"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/ FOR UPDATE OF o",
 	1, {UUIDOID}
 };
 
@@ -242,7 +269,7 @@ static SavedStatement lock_effect_window_stmt = {
 	"SELECT o.state, o.idempotency_key, o.effect_type, o.cancel_until,"
 	"       o.cancel_until OPERATOR(pg_catalog.>) pg_catalog.now()"
 	" FROM idemgate.outbox o"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF o",
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/ FOR UPDATE OF o",
 	1, {UUIDOID}
 };
 
@@ -250,7 +277,7 @@ static SavedStatement cancel_effect_stmt = {
 	"UPDATE idemgate.outbox"
 	" SET state = 'cancelled', lease_owner = NULL, lease_expires_at = NULL,"
 	"     updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	1, {UUIDOID}
 };
 
@@ -258,7 +285,7 @@ static SavedStatement requeue_effect_stmt = {
 	"UPDATE idemgate.outbox"
 	" SET state = 'pending', attempts = 0, next_attempt_at = pg_catalog.now(),"
 	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	1, {UUIDOID}
 };
 
@@ -266,7 +293,7 @@ static SavedStatement resolve_completed_stmt = {
 	"UPDATE idemgate.outbox"
 	" SET state = 'completed', provider_id = COALESCE($2, provider_id),"
 	"     lease_expires_at = NULL, updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	2, {UUIDOID, TEXTOID}
 };
 
@@ -299,6 +326,9 @@ FindErrorClass(const char *name, bool allow_internal)
 	return NULL;
 }
 
+static int	CompleteEffectRows(SavedStatement *stmt, Datum *values, const char *nulls, int n,
+							   const pg_uuid_t *effect_ids, bool *completed);
+
 /* CompleteEffects records n successful deliveries; see outbox.h. */
 int
 CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
@@ -313,13 +343,29 @@ CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	Datum		values[4];
-	uint64		rows;
 	int			done = 0;
-	int			nkeys = 0;
-	Datum	   *keys;
 
 	if (n <= 0)
 		return 0;
+
+	/* On Citus one statement per effect, on its shard (complete_one_stmt). */
+	if (IdemgateIsDistributed())
+	{
+		for (int i = 0; i < n; i++)
+		{
+			Datum		one[4];
+			char		one_nulls[4] = {' ', ' ', ' ', ' '};
+
+			one[0] = UUIDPGetDatum(unconstify(pg_uuid_t *, &effect_ids[i]));
+			one[1] = UUIDPGetDatum(unconstify(pg_uuid_t *, &owners[i]));
+			SetTextParam(one, one_nulls, 2, provider_ids[i]);
+			one[3] = Int32GetDatum(http_statuses[i]);
+			one_nulls[3] = http_statuses[i] <= 0 ? 'n' : ' ';
+			done += CompleteEffectRows(&complete_one_stmt, one, one_nulls, 1,
+									   &effect_ids[i], &completed[i]);
+		}
+		return done;
+	}
 	for (int i = 0; i < n; i++)
 	{
 		ids[i] = UUIDPGetDatum(unconstify(pg_uuid_t *, &effect_ids[i]));
@@ -336,7 +382,26 @@ CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
 												   TEXTOID, -1, false, TYPALIGN_INT));
 	values[3] = PointerGetDatum(construct_md_array(sts, st_nulls, 1, dims, lbs,
 												   INT4OID, sizeof(int32), true, TYPALIGN_INT));
-	if (ExecSaved(&complete_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
+	return CompleteEffectRows(&complete_stmt, values, NULL, n, effect_ids, completed);
+}
+
+/*
+ * CompleteEffectRows runs a completion statement (complete_stmt or
+ * complete_one_stmt) for the n effect_ids, marks which completed, and
+ * completes the runs it locked; returns how many effects it completed.
+ */
+static int
+CompleteEffectRows(SavedStatement *stmt, Datum *values, const char *nulls, int n,
+				   const pg_uuid_t *effect_ids, bool *completed)
+{
+	uint64		rows;
+	int			done = 0;
+	int			nkeys = 0;
+	Datum	   *keys;
+
+	for (int i = 0; i < n; i++)
+		completed[i] = false;
+	if (ExecSaved(stmt, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not complete effects");
 	rows = SPI_processed;
 	keys = palloc(sizeof(Datum) * (rows + 1));
@@ -494,6 +559,43 @@ FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const char *error_class,
  * settling are skipped. Returns how many were settled. Must be called
  * inside SPI.
  */
+/*
+ * SettleExpiredLeasesByShard is SettleExpiredLeases on Citus: the locking
+ * scan runs one shard at a time (src/shard_buckets.c).
+ */
+static int
+SettleExpiredLeasesByShard(Datum *values, const char *nulls, const ErrorClass *ec)
+{
+	ListCell   *lc;
+	int			settled = 0;
+
+	foreach(lc, ShardBucketSets(SHARDS_SCAN))
+	{
+		uint64		n;
+		pg_uuid_t  *ids;
+		pg_uuid_t  *owners;
+
+		if (ExecSavedInBuckets(&expired_stmt, values, nulls, false, 0,
+							   PointerGetDatum(lfirst(lc))) != SPI_OK_SELECT)
+			elog(ERROR, "could not find expired effect leases");
+		n = SPI_processed;
+		ids = palloc(sizeof(pg_uuid_t) * (n + 1));
+		owners = palloc(sizeof(pg_uuid_t) * (n + 1));
+		for (uint64 i = 0; i < n; i++)
+		{
+			bool		isnull;
+
+			memcpy(&ids[i], DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
+			memcpy(&owners[i], DatumGetUUIDP(GetResultDatum(i, 2, &isnull)), sizeof(pg_uuid_t));
+		}
+		for (uint64 i = 0; i < n; i++)
+			if (FailLockedEffect(&ids[i], &owners[i], ec,
+								 "lease expired before the outcome was recorded", -1, 0) != NULL)
+				settled++;
+	}
+	return settled;
+}
+
 int
 SettleExpiredLeases(const char *effect_type)
 {
@@ -506,6 +608,8 @@ SettleExpiredLeases(const char *effect_type)
 	int			settled = 0;
 
 	SetTextParam(values, nulls, 0, effect_type);
+	if (IdemgateIsDistributed())
+		return SettleExpiredLeasesByShard(values, nulls, ec);
 	if (ExecSaved(&expired_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not find expired effect leases");
 	n = SPI_processed;
@@ -545,6 +649,30 @@ ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner, Interva
 	values[1] = Int32GetDatum(batch);
 	values[2] = UUIDPGetDatum(owner);
 	values[3] = IntervalPGetDatum(lease);
+	if (IdemgateIsDistributed())
+	{
+		/* On Citus one shard per call: the first, in turn, that has due effects. */
+		static int	next_shard = 0;
+		List	   *sets = ShardBucketSets(SHARDS_SCAN);
+		int			n = list_length(sets);
+
+		for (int j = 0; j < n; j++)
+		{
+			int			i = (next_shard + j) % n;
+
+			if (ExecSavedInBuckets(&claim_stmt, values, NULL, false, 0,
+								   PointerGetDatum(list_nth(sets, i))) != SPI_OK_UPDATE_RETURNING)
+				elog(ERROR, "could not claim effects");
+			if (SPI_processed > 0)
+			{
+				next_shard = i + 1;
+				return;
+			}
+		}
+		SPI_processed = 0;
+		SPI_tuptable = NULL;
+		return;
+	}
 	if (ExecSaved(&claim_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim effects");
 }
@@ -558,9 +686,11 @@ InsertOutboxEffects(text *key, const ParsedEffect *parsed, int n, bool automatic
 	int			inserted = 0;
 	StringInfoData idlist;
 	EventDetails own_details;
+	int			bucket;
 
 	initStringInfo(&idlist);
 	appendStringInfoChar(&idlist, '[');
+	bucket = IdemgateIsDistributed() ? KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) : -1;
 	for (int i = 0; i < n; i++)
 	{
 		Datum		values[6];
@@ -569,6 +699,8 @@ InsertOutboxEffects(text *key, const ParsedEffect *parsed, int n, bool automatic
 		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
 
 		values[0] = UUIDPGetDatum(RandomUuid());
+		if (bucket >= 0)
+			StampUuidBucket(DatumGetUUIDP(values[0]), bucket);
 		values[1] = PointerGetDatum(key);
 		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
 		values[3] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));

@@ -10,13 +10,18 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/uuid.h"
 #include "utils/timestamp.h"
 
+#include "distributed.h"
 #include "outbox.h"
 #include "outbox_dispatch.h"
+#include "shard_buckets.h"
 #include "spi_util.h"
 
 /*
@@ -36,6 +41,9 @@
  * idempotency_key, effect_type, target, payload, attempt}, except for a
  * re-run (IDEMGATE_RERUN_TYPE_PREFIX, src/rerun.c): its body is the
  * payload itself, the run's input as the workflow first received it.
+ * The envelope is made by effect_envelope(), an immutable function
+ * (jsonb_build_object is stable, which Citus refuses beside columns in an
+ * UPDATE).
  */
 static SavedStatement claim_stmt = {
 	"WITH due AS MATERIALIZED ("
@@ -46,11 +54,11 @@ static SavedStatement claim_stmt = {
 	"       ORDER BY pg_catalog.random()) e"
 	" CROSS JOIN LATERAL ("
 	"   SELECT o.effect_id FROM idemgate.outbox o"
-	"   WHERE o.effect_type OPERATOR(pg_catalog.=) e.effect_type"
+	"   WHERE o.effect_type OPERATOR(pg_catalog.=) e.effect_type/*@buckets o*/"
 	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"
 	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"     AND (SELECT r.state FROM idemgate.runs r"
-	"          WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key)"
+	"          WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"
 	"         OPERATOR(pg_catalog.=) 'approved'"
 	"   ORDER BY o.next_attempt_at LIMIT $1"
 	"   FOR UPDATE OF o SKIP LOCKED) d"
@@ -58,10 +66,11 @@ static SavedStatement claim_stmt = {
 	")"
 	" UPDATE idemgate.outbox o"
 	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1, lease_owner = $2,"
-	"     lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) e.timeout OPERATOR(pg_catalog.+) $3,"
+	"     lease_expires_at = pg_catalog.to_timestamp($4 OPERATOR(pg_catalog.+)"
+	"       pg_catalog.date_part('epoch', e.timeout OPERATOR(pg_catalog.+) $3)),"
 	"     updated_at = pg_catalog.now()"
 	" FROM idemgate.endpoints e"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))/*@buckets o*/"
 	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
 	" RETURNING o.effect_id, o.attempts, e.url,"
 	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"
@@ -71,11 +80,10 @@ static SavedStatement claim_stmt = {
 	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"
 	"   CASE WHEN pg_catalog.starts_with(o.effect_type, '" IDEMGATE_RERUN_TYPE_PREFIX "')"
 	"        THEN o.payload::text"
-	"        ELSE pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'idempotency_key', o.idempotency_key,"
-	"          'effect_type', o.effect_type, 'target', o.target, 'payload', o.payload,"
-	"          'attempt', o.attempts)::text END,"
+	"        ELSE idemgate.effect_envelope(o.effect_id, o.idempotency_key, o.effect_type,"
+	"          o.target, o.payload, o.attempts) END,"
 	"   o.effect_type, e.rate_limit, e.max_in_flight",
-	3, {INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
+	4, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID}, GENERIC_PLAN
 };
 
 /* Give a claimed, unsent effect back: pending, attempt not counted. */
@@ -83,7 +91,7 @@ static SavedStatement release_stmt = {
 	"UPDATE idemgate.outbox"
 	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"
 	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1 AND lease_owner OPERATOR(pg_catalog.=) $2"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND lease_owner OPERATOR(pg_catalog.=) $2"
 	"   AND state OPERATOR(pg_catalog.=) 'sending'",
 	2, {UUIDOID, UUIDOID}
 };
@@ -102,23 +110,129 @@ static SavedStatement expire_gone_stmt = {
 	"   AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) OPERATOR(pg_catalog.=) " CppAsString2(DISPATCHER_LEASE_MARKER)
 	"   AND (pg_catalog.substr(pg_catalog.uuid_send(lease_owner), 1, 4) OPERATOR(pg_catalog.<>) $1"
 	"        OR (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 4) OPERATOR(pg_catalog.=) $2"
-	"            AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 5) OPERATOR(pg_catalog.<>) $3))",
-	3, {BYTEAOID, INT4OID, INT4OID}
+	"            AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 5) OPERATOR(pg_catalog.<>) $3))"
+	"   AND ($4::pg_catalog.int4 IS NULL"
+	"        OR pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 9) OPERATOR(pg_catalog.*) 256"
+	"           OPERATOR(pg_catalog.+) pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 10)"
+	"           OPERATOR(pg_catalog.=) $4)/*@buckets outbox*/",
+	4, {BYTEAOID, INT4OID, INT4OID, INT4OID}
 };
+
+static void ClaimDueOnLocalShards(Datum *values);
+
+PG_FUNCTION_INFO_V1(idemgate_effect_envelope);
+
+/* PushText adds "key": value (text) to the object being built. */
+static void
+PushText(JsonbParseState **ps, const char *key, text *value)
+{
+	JsonbValue	k;
+	JsonbValue	v;
+
+	k.type = jbvString;
+	k.val.string.val = unconstify(char *, key);
+	k.val.string.len = strlen(key);
+	v.type = jbvString;
+	v.val.string.val = VARDATA_ANY(value);
+	v.val.string.len = VARSIZE_ANY_EXHDR(value);
+	pushJsonbValue(ps, WJB_KEY, &k);
+	pushJsonbValue(ps, WJB_VALUE, &v);
+}
+
+/*
+ * idemgate_effect_envelope implements effect_envelope(effect_id,
+ * idempotency_key, effect_type, target, payload, attempt): the body the
+ * dispatcher posts, the same text as jsonb_build_object of those six.
+ */
+Datum
+idemgate_effect_envelope(PG_FUNCTION_ARGS)
+{
+	JsonbParseState *ps = NULL;
+	JsonbValue	k;
+	JsonbValue	v;
+	Jsonb	   *payload = PG_GETARG_JSONB_P(4);
+	JsonbValue *res;
+
+	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	PushText(&ps, "effect_id",
+			 cstring_to_text(DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))));
+	PushText(&ps, "idempotency_key", PG_GETARG_TEXT_PP(1));
+	PushText(&ps, "effect_type", PG_GETARG_TEXT_PP(2));
+	PushText(&ps, "target", PG_GETARG_TEXT_PP(3));
+	k.type = jbvString;
+	k.val.string.val = "payload";
+	k.val.string.len = strlen("payload");
+	pushJsonbValue(&ps, WJB_KEY, &k);
+	v.type = jbvBinary;
+	v.val.binary.data = &payload->root;
+	v.val.binary.len = VARSIZE(payload) - VARHDRSZ;
+	pushJsonbValue(&ps, WJB_VALUE, &v);
+	k.val.string.val = "attempt";
+	k.val.string.len = strlen("attempt");
+	pushJsonbValue(&ps, WJB_KEY, &k);
+	v.type = jbvNumeric;
+	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric, PG_GETARG_DATUM(5)));
+	pushJsonbValue(&ps, WJB_VALUE, &v);
+	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+	PG_RETURN_TEXT_P(cstring_to_text(JsonbToCString(NULL, &JsonbValueToJsonb(res)->root,
+													 VARSIZE(payload))));
+}
 
 /* ClaimDueForDispatch runs the claim; see outbox_dispatch.h. */
 void
 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin)
 {
-	Datum		values[3];
+	Datum		values[4];
 	int			rc;
 
 	values[0] = Int32GetDatum(limit);
 	values[1] = UUIDPGetDatum(owner);
 	values[2] = IntervalPGetDatum(margin);
+	/*
+	 * now() as seconds since the epoch: Citus refuses a STABLE function or
+	 * operator (timestamptz + interval) beside a column in an UPDATE.
+	 */
+	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
+										 SetEpochTimestamp()) / USECS_PER_SEC);
+	if (IdemgateIsDistributed())
+	{
+		ClaimDueOnLocalShards(values);
+		return;
+	}
 	rc = ExecSaved(&claim_stmt, values, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "idemgate: unexpected claim result %d", rc);
+}
+
+/*
+ * ClaimDueOnLocalShards is the claim on Citus (docs/citus.md, "Delivery"):
+ * each node delivers the effects stored on it, one shard per claim. The
+ * shards are tried in turn from the one after the last that gave effects,
+ * so none is starved; the first that gives effects is the result (a node
+ * without shards, the coordinator, claims nothing).
+ */
+static void
+ClaimDueOnLocalShards(Datum *values)
+{
+	static int	next_shard = 0;
+	List	   *sets = ShardBucketSets(SHARDS_LOCAL);
+	int			n = list_length(sets);
+
+	for (int j = 0; j < n; j++)
+	{
+		int			i = (next_shard + j) % n;
+
+		if (ExecSavedInBuckets(&claim_stmt, values, NULL, false, 0,
+							   PointerGetDatum(list_nth(sets, i))) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "idemgate: unexpected claim result");
+		if (SPI_processed > 0)
+		{
+			next_shard = i + 1;
+			return;
+		}
+	}
+	SPI_processed = 0;
+	SPI_tuptable = NULL;
 }
 
 /* GiveBackEffect returns a claimed, unsent effect; see outbox_dispatch.h. */
@@ -136,12 +250,31 @@ GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner)
 uint64
 ExpireGoneDispatchersLeases(bytea *life, int slot, int incarnation)
 {
-	Datum		values[3];
+	Datum		values[4];
+
+	char		nulls[4] = {' ', ' ', ' ', 'n'};
+	uint64		expired = 0;
 
 	values[0] = PointerGetDatum(life);
 	values[1] = Int32GetDatum(slot);
 	values[2] = Int32GetDatum(incarnation);
-	if (ExecSaved(&expire_gone_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (IdemgateIsDistributed())
+	{
+		ListCell   *lc;
+
+		/* Only this node's dispatchers: another node's may be alive. */
+		values[3] = Int32GetDatum(LocalGroupId());
+		nulls[3] = ' ';
+		foreach(lc, ShardBucketSets(SHARDS_SCAN))
+		{
+			if (ExecSavedInBuckets(&expire_gone_stmt, values, nulls, false, 0,
+								   PointerGetDatum(lfirst(lc))) != SPI_OK_UPDATE)
+				elog(ERROR, "could not expire the leases of dispatchers that are gone");
+			expired += SPI_processed;
+		}
+		return expired;
+	}
+	if (ExecSaved(&expire_gone_stmt, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not expire the leases of dispatchers that are gone");
 	return SPI_processed;
 }

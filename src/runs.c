@@ -42,6 +42,7 @@
 #include "claim_direct.h"
 #include "crypto.h"
 #include "dead_letters.h"
+#include "distributed.h"
 #include "doc_limits.h"
 #include "events.h"
 #include "guc.h"
@@ -79,9 +80,9 @@ static const char *const run_states[] = {
  */
 static SavedStatement claim_stmt = {
 	"INSERT INTO idemgate.runs AS r (idempotency_key, workflow, state, payload_hash, payload,"
-	"   lease_owner, lease_expires_at, lease_started_at, replaces_key, origin)"
-	" VALUES ($1, $2, 'processing', $3, $4, $5, pg_catalog.now() + $6, pg_catalog.now(), $7, $8)"
-	" ON CONFLICT (idempotency_key) DO UPDATE"
+	"   lease_owner, lease_expires_at, lease_started_at, replaces_key, origin/*@bucket_col*/)"
+	" VALUES ($1, $2, 'processing', $3, $4, $5, pg_catalog.now() + $6, pg_catalog.now(), $7, $8/*@bucket_val*/)"
+	" ON CONFLICT (idempotency_key/*@bucket_col*/) DO UPDATE"
 	" SET state = 'processing', lease_owner = excluded.lease_owner,"
 	"     lease_expires_at = excluded.lease_expires_at,"
 	"     lease_started_at = excluded.lease_started_at,"
@@ -91,7 +92,7 @@ static SavedStatement claim_stmt = {
 	"   AND (r.state = 'failed_retryable'"
 	"        OR (r.state = 'processing' AND r.lease_expires_at < excluded.lease_started_at))"
 	" RETURNING r.idempotency_key, r.state, r.lease_owner, r.version, r.result, r.workflow,"
-	"   r.recovered_from",
+	"   r.recovered_from /*@route $1*/",
 	8, {TEXTOID, TEXTOID, BYTEAOID, JSONBOID, UUIDOID, INTERVALOID, TEXTOID, TEXTOID}
 };
 
@@ -137,14 +138,14 @@ ClaimStatement(void)
 /* What a key that was not claimed looks like now. */
 static SavedStatement existing_run_stmt = {
 	"SELECT idempotency_key, state, version, result, payload_hash, workflow"
-	" FROM idemgate.runs WHERE idempotency_key = $1",
+	" FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/",
 	1, {TEXTOID}
 };
 
 static SavedStatement lock_run_stmt = {
 	"SELECT state, version, failures, payload, workflow,"
 	"       (lease_owner = $2 AND version = $3 AND lease_expires_at > pg_catalog.now()) AS owned"
-	" FROM idemgate.runs WHERE idempotency_key = $1 FOR UPDATE",
+	" FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR UPDATE",
 	3, {TEXTOID, UUIDOID, INT8OID}
 };
 
@@ -163,14 +164,14 @@ static SavedStatement move_stmt = {
 	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
 	"  result = COALESCE($6, result), failures = failures OPERATOR(pg_catalog.+) $7,"
 	"  updated_at = pg_catalog.now()"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) $4"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND state OPERATOR(pg_catalog.=) $4"
 	"   AND ($3::pg_catalog.int8 IS NULL OR version OPERATOR(pg_catalog.=) $3)"
 	"   AND ($2::pg_catalog.uuid IS NULL"
 	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
 	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
 	" RETURNING version, workflow,"
 	"   pg_catalog.round(pg_catalog.date_part('epoch',"
-	"     pg_catalog.now() OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
+	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
 	7, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, INT4OID}
 };
 
@@ -178,7 +179,7 @@ static SavedStatement renew_stmt = {
 	"UPDATE idemgate.runs"
 	" SET lease_expires_at = GREATEST(lease_expires_at, pg_catalog.now() + $4),"
 	"     updated_at = pg_catalog.now()"
-	" WHERE idempotency_key = $1 AND lease_owner = $2 AND version = $3"
+	" WHERE idempotency_key = $1/*@bucket*//*@route $1*/ AND lease_owner = $2 AND version = $3"
 	"   AND state = 'processing' AND lease_expires_at > pg_catalog.now()"
 	"   AND GREATEST(lease_expires_at, pg_catalog.now() + $4) <= lease_started_at + $5"
 	" RETURNING lease_expires_at",
@@ -186,7 +187,7 @@ static SavedStatement renew_stmt = {
 };
 
 static SavedStatement lock_original_stmt = {
-	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1 FOR KEY SHARE",
+	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR KEY SHARE",
 	1, {TEXTOID}
 };
 
@@ -208,7 +209,7 @@ static SavedStatement lock_original_stmt = {
  */
 static SavedStatement lock_runs_stmt = {
 	"SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)/*@bucket r*//*@route $1*/"
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
@@ -226,12 +227,12 @@ static SavedStatement complete_runs_stmt = {
 	"                        'target', o.target, 'state', o.state, 'provider_id', o.provider_id)"
 	"                      ORDER BY o.created_at, o.effect_type, o.target), '[]'::pg_catalog.jsonb))"
 	"                    FROM idemgate.outbox o"
-	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key)"
+	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/)"
 	"              ELSE r.result END"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)/*@bucket r*//*@route $1*/"
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
-	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
+	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
 	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
@@ -246,7 +247,7 @@ static SavedStatement complete_runs_stmt = {
 static SavedStatement approved_runs_stmt = {
 	"SELECT r.idempotency_key, r.updated_at,"
 	"       (SELECT o.effect_id FROM idemgate.outbox o"
-	"         WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key"
+	"         WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@join o r*/"
 	"           AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[])"
 	"         LIMIT 1) IS NULL"
 	" FROM idemgate.runs r"
@@ -260,21 +261,21 @@ static SavedStatement approved_runs_stmt = {
 /* The settled ones among them, locked; a run another transaction holds is left. */
 static SavedStatement lock_settled_stmt = {
 	"SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)/*@bucket r*//*@route $1*/"
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r SKIP LOCKED",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
 static SavedStatement reset_failures_stmt = {
-	"UPDATE idemgate.runs SET failures = 0 WHERE idempotency_key OPERATOR(pg_catalog.=) $1",
+	"UPDATE idemgate.runs SET failures = 0 WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	1, {TEXTOID}
 };
 
 /* record_validation counts its attempts on the run. */
 static SavedStatement count_validation_stmt = {
 	"UPDATE idemgate.runs SET validations = validations + 1"
-	" WHERE idempotency_key = $1 RETURNING validations",
+	" WHERE idempotency_key = $1/*@bucket*//*@route $1*/ RETURNING validations",
 	1, {TEXTOID}
 };
 
@@ -1371,6 +1372,21 @@ CompleteSettledRuns(int limit)
 	if (nsettled == 0)
 		return 0;
 
+	/* On Citus a statement takes the keys of one bucket: one run at a time. */
+	if (IdemgateIsDistributed())
+	{
+		n = 0;
+		for (int i = 0; i < nsettled; i++)
+		{
+			values[0] = PointerGetDatum(construct_array(&settled[i], 1, TEXTOID, -1, false,
+														TYPALIGN_INT));
+			if (ExecSaved(&lock_settled_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not lock approved runs");
+			if (SPI_processed == 1)
+				n += CompleteLockedRuns(values[0]);
+		}
+		return n;
+	}
 	values[0] = PointerGetDatum(construct_array(settled, nsettled, TEXTOID, -1, false,
 												TYPALIGN_INT));
 	if (ExecSaved(&lock_settled_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
@@ -1478,9 +1494,9 @@ MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version, const char *t
  * carries the input), so that the dispatcher may send that effect.
  */
 static SavedStatement insert_approved_stmt = {
-	"INSERT INTO idemgate.runs (idempotency_key, state, payload_hash)"
-	" VALUES ($1, 'approved', $2)"
-	" ON CONFLICT (idempotency_key) DO NOTHING",
+	"INSERT INTO idemgate.runs (idempotency_key, state, payload_hash/*@bucket_col*/)"
+	" VALUES ($1, 'approved', $2/*@bucket_val*/)"
+	" ON CONFLICT (idempotency_key/*@bucket_col*/) DO NOTHING /*@route $1*/",
 	2, {TEXTOID, BYTEAOID}
 };
 

@@ -10,6 +10,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
@@ -30,23 +31,41 @@
  *   / *@bucket a* /       becomes " AND a.bucket = $N" (a: an alias, or none)
  *   / *@bucket_col* /     becomes ", bucket" in an INSERT's column list
  *   / *@bucket_val* /     becomes ", $N" in its VALUES
+ *   / *@id_col* /, / *@id_overriding* /, / *@id_val* /   a dead letter's id
+ *                        that carries its bucket (src/distributed.c)
+ *   / *@buckets a* /      becomes " AND a.bucket = ANY ($N)" in a scan made
+ *                        one shard at a time (ExecSavedInBuckets, $N the
+ *                        buckets of that shard), and nothing otherwise
+ *   / *@join a b* /       becomes " AND a.bucket = b.bucket" (a co-located
+ *                        join, which Citus needs on the distribution column)
  *
  * where $N is one more parameter than the statement has. On a distributed
  * install such a statement runs in that second form, with $N the bucket,
- * so Citus sends it to one shard. An id or token that carries no bucket
- * (made before distribute()) runs the statement as written, on every shard.
+ * so Citus sends it to one shard. A statement without a route, or whose
+ * id or token carries no bucket (made before distribute()), runs on every
+ * shard, with only its joins expanded (N = 0 below).
  */
 
-/* RouteArg finds the / *@route $k* / marker: k, or -1 when there is none. */
+/*
+ * RouteArg finds the / *@route $k* / marker: k; ROUTE_NONE for a statement
+ * without markers, ROUTE_ANY for one with markers but no route.
+ */
+#define ROUTE_NONE (-1)
+#define ROUTE_ANY (-2)
 static int
 RouteArg(const char *sql)
 {
 	const char *m = strstr(sql, "/*@route $");
 
-	return m ? atoi(m + strlen("/*@route $")) : -1;
+	if (m)
+		return atoi(m + strlen("/*@route $"));
+	return strstr(sql, "/*@") ? ROUTE_ANY : ROUTE_NONE;
 }
 
-/* RoutedSql expands the markers for parameter $n (see above). */
+/*
+ * RoutedSql expands the markers for parameter $n (see above): n > 0 a
+ * bucket, n < 0 an array of buckets ($-n), n = 0 none.
+ */
 static char *
 RoutedSql(const char *sql, int n)
 {
@@ -60,6 +79,7 @@ RoutedSql(const char *sql, int n)
 		const char *end;
 		char		word[64];
 		char		alias[64];
+		char		other[64];
 		int			len;
 
 		if (m == NULL)
@@ -79,14 +99,33 @@ RoutedSql(const char *sql, int n)
 		alias[0] = '\0';
 		if (strncmp(word, "route ", 6) == 0)
 			 /* dropped */ ;
-		else if (strcmp(word, "bucket_col") == 0)
+		else if (strcmp(word, "bucket_col") == 0 && n > 0)
 			appendStringInfoString(&out, ", bucket");
-		else if (strcmp(word, "bucket_val") == 0)
+		else if (strcmp(word, "bucket_val") == 0 && n > 0)
 			appendStringInfo(&out, ", $%d", n);
+		else if (strcmp(word, "id_col") == 0 && n > 0)
+			appendStringInfoString(&out, ", id");
+		else if (strcmp(word, "id_overriding") == 0 && n > 0)
+			appendStringInfoString(&out, " OVERRIDING SYSTEM VALUE");
+		else if (strcmp(word, "id_val") == 0 && n > 0)
+			appendStringInfo(&out, ", idemgate.routed_id($%d)", n);
 		else if (strcmp(word, "bucket") == 0)
-			appendStringInfo(&out, " AND bucket OPERATOR(pg_catalog.=) $%d", n);
+		{
+			if (n > 0)
+				appendStringInfo(&out, " AND bucket OPERATOR(pg_catalog.=) $%d", n);
+		}
+		else if (sscanf(word, "buckets %63s", alias) == 1)
+		{
+			if (n < 0)
+				appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) ANY ($%d)", alias, -n);
+		}
+		else if (sscanf(word, "join %63s %63s", alias, other) == 2)
+			appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) %s.bucket", alias, other);
 		else if (sscanf(word, "bucket %63s", alias) == 1)
-			appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) $%d", alias, n);
+		{
+			if (n > 0)
+				appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) $%d", alias, n);
+		}
 		else
 			elog(ERROR, "unknown routing marker \"%s\"", word);
 		p = end + 2;
@@ -118,8 +157,50 @@ RouteBucket(SavedStatement *stmt, Datum *values, const char *nulls)
 		return -1;
 	if (type == UUIDOID)
 		return UuidBucket(DatumGetUUIDP(values[k]));
+	if (type == UUIDARRAYOID)
+	{
+		Datum	   *ids;
+		bool	   *inulls;
+		int			nids;
+		int			bucket = -2;
+
+		deconstruct_array(DatumGetArrayTypeP(values[k]), UUIDOID, UUID_LEN, false, TYPALIGN_CHAR,
+						  &ids, &inulls, &nids);
+		for (int i = 0; i < nids; i++)
+		{
+			int			b = inulls[i] ? -1 : UuidBucket(DatumGetUUIDP(ids[i]));
+
+			if (bucket != -2 && b != bucket)
+				elog(ERROR, "ids of several buckets in one routed statement: \"%s\"", stmt->sql);
+			bucket = b;
+		}
+		return bucket == -2 ? -1 : bucket;
+	}
+	if (type == TEXTARRAYOID)
+	{
+		Datum	   *keys;
+		bool	   *knulls;
+		int			nkeys;
+		int			bucket = -1;
+
+		deconstruct_array(DatumGetArrayTypeP(values[k]), TEXTOID, -1, false, TYPALIGN_INT,
+						  &keys, &knulls, &nkeys);
+		for (int i = 0; i < nkeys; i++)
+		{
+			text	   *key = DatumGetTextPP(keys[i]);
+			int			b = knulls[i] ? IDEMGATE_KEYLESS_BUCKET :
+				KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+
+			if (bucket >= 0 && b != bucket)
+				elog(ERROR, "keys of several buckets in one routed statement: \"%s\"", stmt->sql);
+			bucket = b;
+		}
+		return bucket;
+	}
 	if (type == INT4OID)
 		return DatumGetInt32(values[k]);
+	if (type == INT8OID)
+		return RoutedIdBucket(DatumGetInt64(values[k]));
 	elog(ERROR, "routing parameter $%d of \"%s\" is of type %u", k + 1, stmt->sql, type);
 }
 
@@ -151,12 +232,11 @@ ExecSavedIn(SavedStatement *stmt, Datum *values, const char *nulls,
 {
 	if (stmt->route_arg == 0)
 		stmt->route_arg = RouteArg(stmt->sql);
-	if (stmt->route_arg > 0 && IdemgateIsDistributed())
+	if (stmt->route_arg != ROUTE_NONE && IdemgateIsDistributed())
 	{
-		int			bucket = RouteBucket(stmt, values, nulls);
+		int			bucket = stmt->route_arg > 0 ? RouteBucket(stmt, values, nulls) : -1;
 
-		if (bucket >= 0)
-			return ExecRouted(stmt, values, nulls, read_only, count, snapshot, bucket);
+		return ExecRouted(stmt, values, nulls, read_only, count, snapshot, bucket);
 	}
 
 	if (stmt->plan == NULL)
@@ -225,8 +305,62 @@ ExecPlan(const char *sql, SPIPlanPtr plan, bool *planned, int cursor_options,
 }
 
 /*
- * ExecRouted runs the routed form of a statement (see "Routing on Citus"),
- * preparing it on first use, with bucket as its last parameter.
+ * DistCursorOptions: Citus finds the shard of a statement from its
+ * parameters' values, so the distributed forms are planned for each call.
+ */
+static int
+DistCursorOptions(const SavedStatement *stmt)
+{
+	return (stmt->cursor_options & ~CURSOR_OPT_GENERIC_PLAN) | CURSOR_OPT_CUSTOM_PLAN;
+}
+
+/*
+ * ExecSavedInBuckets runs a scan of the per-run tables on the shard whose
+ * buckets are the int4[] buckets (its / *@buckets* / markers), or, when
+ * buckets is 0 or the install is not distributed, as ExecSaved does.
+ */
+int
+ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,
+				   bool read_only, long count, Datum buckets)
+{
+	int			n = stmt->nargs + 1;
+	Datum		rvalues[lengthof(stmt->argtypes) + 1];
+	char		rnulls[lengthof(stmt->argtypes) + 1];
+
+	if (buckets == (Datum) 0 || !IdemgateIsDistributed())
+		return ExecSaved(stmt, values, nulls, read_only, count);
+	if (stmt->shard_plan == NULL)
+	{
+		Oid			types[lengthof(stmt->argtypes) + 1];
+		char	   *sql = RoutedSql(stmt->sql, -n);
+		SPIPlanPtr	plan;
+
+		memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
+		types[stmt->nargs] = INT4ARRAYOID;
+		plan = SPI_prepare_cursor(sql, n, types, DistCursorOptions(stmt));
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		pfree(sql);
+		stmt->shard_plan = plan;
+	}
+	for (int i = 0; i < stmt->nargs; i++)
+	{
+		rvalues[i] = values[i];
+		rnulls[i] = nulls ? nulls[i] : ' ';
+	}
+	rvalues[stmt->nargs] = buckets;
+	rnulls[stmt->nargs] = ' ';
+	return ExecPlan(stmt->sql, stmt->shard_plan, &stmt->shard_planned, 0,
+					rvalues, rnulls, read_only, count, InvalidSnapshot);
+}
+
+/*
+ * ExecRouted runs the distributed form of a statement (see "Routing on
+ * Citus"), preparing it on first use: with bucket as its last parameter,
+ * or, when bucket < 0, on every shard.
  */
 static int
 ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
@@ -236,6 +370,26 @@ ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
 	Datum		rvalues[lengthof(stmt->argtypes) + 1];
 	char		rnulls[lengthof(stmt->argtypes) + 1];
 
+	if (bucket < 0)
+	{
+		if (stmt->dist_any_plan == NULL)
+		{
+			char	   *sql = RoutedSql(stmt->sql, 0);
+			SPIPlanPtr	plan = SPI_prepare_cursor(sql, stmt->nargs, stmt->argtypes,
+												  DistCursorOptions(stmt));
+
+			if (plan == NULL)
+				elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+					 sql, SPI_result_code_string(SPI_result));
+			if (SPI_keepplan(plan) != 0)
+				elog(ERROR, "SPI_keepplan failed");
+			pfree(sql);
+			stmt->dist_any_plan = plan;
+			stmt->dist_any_planned = false;
+		}
+		return ExecPlan(stmt->sql, stmt->dist_any_plan, &stmt->dist_any_planned,
+						0, values, nulls, read_only, count, snapshot);
+	}
 	if (stmt->dist_plan == NULL)
 	{
 		Oid			types[lengthof(stmt->argtypes) + 1];
@@ -244,7 +398,7 @@ ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
 
 		memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
 		types[stmt->nargs] = INT4OID;
-		plan = SPI_prepare_cursor(sql, n, types, stmt->cursor_options);
+		plan = SPI_prepare_cursor(sql, n, types, DistCursorOptions(stmt));
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 				 sql, SPI_result_code_string(SPI_result));
@@ -261,7 +415,7 @@ ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
 	}
 	rvalues[stmt->nargs] = Int32GetDatum(bucket);
 	rnulls[stmt->nargs] = ' ';
-	return ExecPlan(stmt->sql, stmt->dist_plan, &stmt->dist_planned, stmt->cursor_options,
+	return ExecPlan(stmt->sql, stmt->dist_plan, &stmt->dist_planned, 0,
 					rvalues, rnulls, read_only, count, snapshot);
 }
 

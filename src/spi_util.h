@@ -25,6 +25,10 @@ typedef struct SavedStatement
 	int			route_arg;		/* 0 unknown, -1 none, else $n of the route */
 	SPIPlanPtr	dist_plan;		/* the statement with its bucket added */
 	bool		dist_planned;
+	SPIPlanPtr	dist_any_plan;	/* its form for every shard */
+	bool		dist_any_planned;
+	SPIPlanPtr	shard_plan;		/* its form for one shard's buckets */
+	bool		shard_planned;
 } SavedStatement;
 
 /*
@@ -41,6 +45,8 @@ typedef struct SavedStatement
 
 extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 					  bool read_only, long count);
+extern int	ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,
+							   bool read_only, long count, Datum buckets);
 extern int	ExecSavedLatest(SavedStatement *stmt, Datum *values, const char *nulls,
 							long count);
 extern Datum GetResultDatum(int row, int col, bool *isnull);

@@ -21,6 +21,22 @@ AS 'MODULE_PATHNAME', 'idemgate_uuid_bucket';
 COMMENT ON FUNCTION idemgate.uuid_bucket(uuid) IS
 'The bucket an effect or approval id carries (a version 8 UUID made on a distributed install), or NULL';
 
+CREATE FUNCTION idemgate.routed_id(bucket integer) RETURNS bigint
+LANGUAGE C VOLATILE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'idemgate_routed_id';
+COMMENT ON FUNCTION idemgate.routed_id(integer) IS
+'A new dead letter id on a distributed install: bit 62, 46 random bits, the bucket in the low 16 bits';
+
+-- The dispatcher's request body (src/outbox_dispatch.c): immutable, so
+-- that its claim runs on Citus as on a single node.
+CREATE FUNCTION idemgate.effect_envelope(effect_id uuid, idempotency_key text, effect_type text,
+                                         target text, payload jsonb, attempt integer) RETURNS text
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'idemgate_effect_envelope';
+REVOKE ALL ON FUNCTION idemgate.effect_envelope(uuid, text, text, text, jsonb, integer) FROM PUBLIC;
+COMMENT ON FUNCTION idemgate.effect_envelope(uuid, text, text, text, jsonb, integer) IS
+'The body the dispatcher posts: {effect_id, idempotency_key, effect_type, target, payload, attempt} as jsonb text';
+
 CREATE FUNCTION idemgate.distribute(shard_count integer DEFAULT 32) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -129,6 +145,9 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION idemgate.distribute(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idemgate.key_bucket(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idemgate.uuid_bucket(uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idemgate.routed_id(integer) FROM PUBLIC;
 COMMENT ON FUNCTION idemgate.distribute(integer) IS
 'Citus: distribute every per-run table by bucket, co-located, and make configuration tables reference tables; run once on the coordinator (docs/citus.md)';
 

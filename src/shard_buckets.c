@@ -1,0 +1,152 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/shard_buckets.c
+ *	  The shards of a distributed install as sets of buckets (docs/citus.md).
+ *
+ *	  A scan that locks rows (the dispatcher's claim, expired leases,
+ *	  expired approvals) cannot run on every shard at once on Citus: it
+ *	  runs once per shard, with "bucket = ANY (<the buckets of that
+ *	  shard>)", which Citus sends to that one shard (executed locally when
+ *	  the placement is here). A shard's buckets follow from its hash range
+ *	  (Citus hashes the bucket with worker_hash) and never change for a
+ *	  shard id, so they are computed once per shard and kept; which shards
+ *	  are placed here is read again at every call, from the metadata Citus
+ *	  keeps on each node, so a moved shard is scanned where it now lives.
+ *	  Going through Citus, never to the shard table itself, keeps a shard
+ *	  move's write blocking and the row locks in force.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "shard_buckets.h"
+#include "spi_util.h"
+
+typedef struct ShardBuckets
+{
+	int64		shardid;		/* hash key */
+	Datum		buckets;		/* int4[] in TopMemoryContext */
+} ShardBuckets;
+
+static HTAB *shard_buckets = NULL;
+
+/* The shards of runs (every per-run table is co-located with it). */
+static SavedStatement shards_stmt = {
+	"SELECT s.shardid, s.shardminvalue::pg_catalog.int4, s.shardmaxvalue::pg_catalog.int4"
+	" FROM pg_catalog.pg_dist_shard s"
+	" WHERE s.logicalrelid OPERATOR(pg_catalog.=) 'idemgate.runs'::pg_catalog.regclass"
+	"   AND ($1 OR EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p"
+	"                      WHERE p.shardid OPERATOR(pg_catalog.=) s.shardid"
+	"                        AND p.groupid OPERATOR(pg_catalog.=)"
+	"                            (SELECT groupid FROM pg_catalog.pg_dist_local_group)))"
+	" ORDER BY s.shardid",
+	1, {BOOLOID}
+};
+
+static SavedStatement buckets_stmt = {
+	"SELECT pg_catalog.array_agg(b ORDER BY b)"
+	" FROM pg_catalog.generate_series(0, 65535) b"
+	" WHERE pg_catalog.worker_hash(b) OPERATOR(pg_catalog.>=) $1"
+	"   AND pg_catalog.worker_hash(b) OPERATOR(pg_catalog.<=) $2",
+	2, {INT4OID, INT4OID}
+};
+
+static SavedStatement local_group_stmt = {
+	"SELECT groupid FROM pg_catalog.pg_dist_local_group",
+	0, {InvalidOid}
+};
+
+/* LocalGroupId returns this node's Citus group (0 on the coordinator). */
+int
+LocalGroupId(void)
+{
+	bool		isnull;
+	int			group;
+
+	ConnectSPI();
+	if (ExecSaved(&local_group_stmt, NULL, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read pg_dist_local_group");
+	group = DatumGetInt32(GetResultDatum(0, 1, &isnull));
+	SPI_finish();
+	return group;
+}
+
+/*
+ * ShardBucketSets returns the bucket sets (int4[] datums) of the shards in
+ * scope, in the caller's memory context. Must be called in a transaction.
+ */
+List *
+ShardBucketSets(ShardScope scope)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	List	   *sets = NIL;
+	Datum		all;
+	int64	   *ids;
+	int32	   *mins;
+	int32	   *maxs;
+	int			n;
+
+	if (shard_buckets == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(ShardBuckets);
+		shard_buckets = hash_create("idemgate shard buckets", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	ConnectSPI();
+	all = BoolGetDatum(scope == SHARDS_SCAN && LocalGroupId() == 0);
+	if (ExecSaved(&shards_stmt, &all, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the shards of idemgate.runs");
+	n = (int) SPI_processed;
+	ids = MemoryContextAlloc(caller, sizeof(int64) * (n + 1));
+	mins = MemoryContextAlloc(caller, sizeof(int32) * (n + 1));
+	maxs = MemoryContextAlloc(caller, sizeof(int32) * (n + 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(GetResultDatum(i, 1, &isnull));
+		mins[i] = DatumGetInt32(GetResultDatum(i, 2, &isnull));
+		maxs[i] = DatumGetInt32(GetResultDatum(i, 3, &isnull));
+	}
+	for (int i = 0; i < n; i++)
+	{
+		bool		found;
+		ShardBuckets *e = hash_search(shard_buckets, &ids[i], HASH_FIND, &found);
+
+		if (!found)
+		{
+			Datum		range[2] = {Int32GetDatum(mins[i]), Int32GetDatum(maxs[i])};
+			bool		isnull;
+			Datum		arr;
+			Datum		kept;
+			MemoryContext old;
+
+			if (ExecSaved(&buckets_stmt, range, NULL, true, 1) != SPI_OK_SELECT)
+				elog(ERROR, "could not compute the buckets of shard " INT64_FORMAT, ids[i]);
+			arr = GetResultDatum(0, 1, &isnull);
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			kept = isnull ? PointerGetDatum(construct_empty_array(INT4OID)) :
+				PointerGetDatum(DatumGetArrayTypePCopy(arr));
+			MemoryContextSwitchTo(old);
+			e = hash_search(shard_buckets, &ids[i], HASH_ENTER, &found);
+			e->buckets = kept;
+		}
+		{
+			MemoryContext old = MemoryContextSwitchTo(caller);
+
+			sets = lappend(sets, DatumGetPointer(e->buckets));
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	return sets;
+}
