@@ -65,7 +65,7 @@ sub count_of
 sub run_of
 {
 	my ($key) = @_;
-	return split /\|/, $coord->safe_psql('app',
+	return split /\|/, query($coord,
 		"SELECT lease_owner, version FROM idemgate.runs WHERE idempotency_key = '$key'");
 }
 
@@ -73,9 +73,9 @@ sub run_of
 sub enqueue
 {
 	my ($key, $type, $target) = @_;
-	$coord->safe_psql('app', "SELECT outcome FROM idemgate.claim('$key', '{}')");
+	query($coord, "SELECT outcome FROM idemgate.claim('$key', '{}')");
 	my ($owner, $version) = run_of($key);
-	return $coord->safe_psql('app',
+	return query($coord,
 		"SELECT effect_ids[1] FROM idemgate.enqueue_effect('$key', '$owner', $version,"
 		  . " jsonb_build_object('type', '$type', 'target', '$target', 'payload', '{}'::jsonb))");
 }
@@ -90,21 +90,21 @@ sub sent
 my @claims = concurrently(20, "SELECT outcome FROM idemgate.claim('race-1', '{\"x\": 1}')");
 is(count_of(\@claims, 'claimed'), 1, '20 concurrent claims: exactly one claimed');
 is(count_of(\@claims, 'duplicate'), 19, '20 concurrent claims: 19 duplicates');
-is($coord->safe_psql('app', "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'race-1'"),
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'race-1'"),
 	'1', 'one run row');
 
 # --- 10 concurrent consume_approval ----------------------------------------
 register_endpoint($coord, 'appr', "$base/ok?kind=appr");
-$coord->safe_psql('app', "SELECT outcome FROM idemgate.claim('appr-1', '{}')");
+query($coord, "SELECT outcome FROM idemgate.claim('appr-1', '{}')");
 my ($owner, $version) = run_of('appr-1');
-my $token = $coord->safe_psql('app',
+my $token = query($coord,
 	"SELECT token FROM idemgate.request_approval('appr-1', '$owner', $version,"
 	  . " '[{\"type\": \"appr\", \"target\": \"a\", \"payload\": {}}, {\"type\": \"appr\", \"target\": \"b\", \"payload\": {}}]',"
 	  . " requested_by => 'alice')");
 my @dec = concurrently(10, "SELECT outcome FROM idemgate.consume_approval('$token', 'approve', 'bob')");
 is(count_of(\@dec, 'approved'), 1, '10 concurrent consume_approval: exactly one approved');
 is(count_of(\@dec, 'invalid'), 9, '10 concurrent consume_approval: 9 invalid');
-is($coord->safe_psql('app', "SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'appr-1'"),
+is(query($coord, "SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'appr-1'"),
 	'2', 'one set of outbox rows (2 effects)');
 ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.runs WHERE idempotency_key = 'appr-1'", 60),
 	'both effects delivered, the run completed');
@@ -116,24 +116,24 @@ register_endpoint($coord, 'flaky', "$base/status/503", max_attempts => 3);
 my $flaky = enqueue('flaky-1', 'flaky', 'f');
 ok(poll_app($coord, "SELECT count(*) = 1 FROM idemgate.dead_letters WHERE effect_id = '$flaky'", 90),
 	'503 three times: a dead letter');
-is($coord->safe_psql('app', "SELECT state || ' ' || attempts FROM idemgate.outbox WHERE effect_id = '$flaky'"),
+is(query($coord, "SELECT state || ' ' || attempts FROM idemgate.outbox WHERE effect_id = '$flaky'"),
 	'failed 3', 'the effect failed after 3 attempts');
 is(sent($flaky), 3, 'the sink got 3 attempts');
 register_endpoint($coord, 'flaky', "$base/ok?kind=flaky", max_attempts => 3);
-my $dl = $coord->safe_psql('app', "SELECT id FROM idemgate.dead_letters WHERE effect_id = '$flaky'");
-is($coord->safe_psql('app', "SELECT idemgate.reinject($dl, 'tester')"), 't', 'reinject');
+my $dl = query($coord, "SELECT id FROM idemgate.dead_letters WHERE effect_id = '$flaky'");
+is(query($coord, "SELECT idemgate.reinject($dl, 'tester')"), 't', 'reinject');
 ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.outbox WHERE effect_id = '$flaky'", 60),
 	'the reinjected effect was delivered');
 is(scalar(grep { $_->{status} == 200 } @{ requests_by_key($sink)->{$flaky} // [] }), 1,
 	'once, with the same Idempotency-Key');
-is($coord->safe_psql('app', "SELECT idemgate.reinject($dl, 'tester')"), 'f', 'a second reinject: false');
+is(query($coord, "SELECT idemgate.reinject($dl, 'tester')"), 'f', 'a second reinject: false');
 
 # --- timeout after send → unknown; resolve_effect ----------------------------
 register_endpoint($coord, 'slow', "$base/delay/4000", timeout => '1 second', max_attempts => 3);
 my $slow = enqueue('slow-1', 'slow', 's');
 ok(poll_app($coord, "SELECT state = 'unknown' FROM idemgate.outbox WHERE effect_id = '$slow'", 60),
 	'a timeout after the request was sent: unknown');
-is($coord->safe_psql('app', "SELECT idemgate.resolve_effect('$slow', true, 'tester', 'prov-slow', 'checked')"),
+is(query($coord, "SELECT idemgate.resolve_effect('$slow', true, 'tester', 'prov-slow', 'checked')"),
 	'completed', 'resolve_effect delivered: completed');
 ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.runs WHERE idempotency_key = 'slow-1'", 30),
 	'its run completed');
@@ -142,10 +142,10 @@ is(sent($slow), 1, 'sent once, never again');
 # --- pause holds, resume delivers; cancel before delivery --------------------
 register_endpoint($coord, 'pz', "$base/ok?kind=pz");
 register_endpoint($coord, 'ctl', "$base/ok?kind=ctl");
-$coord->safe_psql('app', "SELECT idemgate.pause_effect_type('pz', 'tester', 'hold')");
+query($coord, "SELECT idemgate.pause_effect_type('pz', 'tester', 'hold')");
 my @paused = map { enqueue("pz-$_", 'pz', 'p') } 1 .. 10;
 my $cancelled = enqueue('pz-cancel', 'pz', 'p');
-my $cancel_state = $coord->safe_psql('app', "SELECT idemgate.cancel_effect('$cancelled', 'tester', 'not wanted')");
+my $cancel_state = query($coord, "SELECT idemgate.cancel_effect('$cancelled', 'tester', 'not wanted')");
 ok($cancel_state ne '', "cancel_effect before delivery: $cancel_state");
 # Effects of another type enqueued after the paused ones, over many keys
 # (both workers): once they are delivered the dispatchers have passed the
@@ -154,9 +154,9 @@ my @ctl = map { enqueue("ctl-$_", 'ctl', 'c') } 1 .. 10;
 ok(poll_app($coord, "SELECT count(*) = 10 FROM idemgate.outbox WHERE effect_type = 'ctl' AND state = 'completed'", 60),
 	'the other type was delivered meanwhile');
 is(scalar(grep { sent($_) } @paused), 0, 'nothing of the paused type was sent');
-is($coord->safe_psql('app', "SELECT count(*) FROM idemgate.outbox WHERE effect_type = 'pz' AND state = 'pending'"),
+is(query($coord, "SELECT count(*) FROM idemgate.outbox WHERE effect_type = 'pz' AND state = 'pending'"),
 	'10', 'the paused effects are held pending');
-$coord->safe_psql('app', "SELECT idemgate.resume_effect_type('pz', 'tester')");
+query($coord, "SELECT idemgate.resume_effect_type('pz', 'tester')");
 ok(poll_app($coord, "SELECT count(*) = 10 FROM idemgate.outbox WHERE effect_type = 'pz' AND state = 'completed'", 60),
 	'resumed: all 10 delivered');
 is(scalar(grep { sent($_) == 1 } @paused), 10, 'each once');
@@ -164,7 +164,7 @@ my @late = map { enqueue("ctl-late-$_", 'ctl', 'c') } 1 .. 10;
 ok(poll_app($coord, "SELECT count(*) = 20 FROM idemgate.outbox WHERE effect_type = 'ctl' AND state = 'completed'", 60),
 	'later effects delivered');
 is(sent($cancelled), 0, 'the cancelled effect was never sent');
-isnt($coord->safe_psql('app', "SELECT state FROM idemgate.outbox WHERE effect_id = '$cancelled'"),
+isnt(query($coord, "SELECT state FROM idemgate.outbox WHERE effect_id = '$cancelled'"),
 	'completed', 'the cancelled effect is not completed');
 
 stop_sink($sink);
