@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include "executor/spi.h"
+#include "utils/memutils.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "port/atomics.h"
@@ -14,9 +16,33 @@
 #include "utils/timestamp.h"
 
 #include "dispatcher_shmem.h"
+#include "distributed.h"
 #include "guc.h"
+#include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
+
+/* LocalNodeName names this node as Citus does ("host:port"), or NULL. */
+static char *
+LocalNodeName(void)
+{
+	char	   *name = NULL;
+
+	ConnectSPI();
+	if (SPI_execute("SELECT n.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) n.nodeport"
+					" FROM pg_catalog.pg_dist_node n, pg_catalog.pg_dist_local_group g"
+					" WHERE n.groupid OPERATOR(pg_catalog.=) g.groupid"
+					"   AND n.noderole OPERATOR(pg_catalog.=) 'primary'",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (v != NULL)
+			name = MemoryContextStrdup(TopTransactionContext, v);
+	}
+	SPI_finish();
+	return name;
+}
 
 /*
  * idemgate_dispatcher_status implements dispatcher_status(): one row per
@@ -29,14 +55,18 @@ idemgate_dispatcher_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
+	char	   *node = NULL;
+
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (DispatcherShmem == NULL)
 		return (Datum) 0;
+	if (rsinfo->setDesc->natts > 11 && IdemgateIsDistributed())
+		node = LocalNodeName();
 	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)
 	{
 		DispatcherSlot *s = &DispatcherShmem->slots[i];
-		Datum		values[11];
-		bool		nulls[11] = {0};
+		Datum		values[12];
+		bool		nulls[12] = {0};
 		int			pid = s->pid;
 		TimestampTz last = (TimestampTz) pg_atomic_read_u64(&s->last_round_at);
 
@@ -57,6 +87,12 @@ idemgate_dispatcher_status(PG_FUNCTION_ARGS)
 		{
 			values[10] = CStringGetTextDatum(IdemgateDatabase ? IdemgateDatabase : "");
 			nulls[10] = (IdemgateDatabase == NULL);
+		}
+		if (rsinfo->setDesc->natts > 11)	/* 1.2: the node, on Citus */
+		{
+			nulls[11] = (node == NULL);
+			if (node != NULL)
+				values[11] = CStringGetTextDatum(node);
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -47,7 +47,7 @@ static SavedStatement pull_rule_stmt = {
 };
 
 static SavedStatement effect_type_stmt = {
-	"SELECT effect_type FROM idemgate.outbox WHERE effect_id OPERATOR(pg_catalog.=) $1",
+	"SELECT effect_type FROM idemgate.outbox WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	1, {UUIDOID}
 };
 

@@ -61,8 +61,16 @@
  * commit to order against). A request whose first bytes libcurl could not
  * write in the call that checked it (socket send buffer full) is written
  * later; with one request per connection (HTTP/1.1, no pipelining) the
- * buffer is empty when a request starts. PREPARE TRANSACTION of a
- * switch-off is refused (COMMIT PREPARED runs no callbacks of ours).
+ * buffer is empty when a request starts.
+ *
+ * Prepared transactions (Citus writes a reference table on every node with
+ * two-phase commit, docs/citus.md): the hold is raised at PRE_PREPARE
+ * instead, and kept after PREPARE until this session's next transaction
+ * ends, the COMMIT PREPARED (or ROLLBACK PREPARED) that Citus sends on the
+ * same connection; from then on the dispatcher reads the committed state.
+ * A prepared switch-off finished by another session (Citus's recovery
+ * after a coordinator crash) is not covered: the hold ends with this
+ * session, possibly before that commit.
  *
  *-------------------------------------------------------------------------
  */
@@ -99,6 +107,7 @@ PG_FUNCTION_INFO_V1(idemgate_hold_sends_trigger);
 /* Setter side, per backend. */
 static bool hold_at_commit = false;
 static bool holding = false;
+static int	prepared_holds = 0;		/* held by transactions this session prepared */
 static bool callback_registered = false;
 
 /* Dispatcher side, per process. */
@@ -177,6 +186,21 @@ RaiseHold(void)
 	}
 }
 
+static bool exit_registered = false;
+
+/* ReleasePreparedHolds drops the holds of transactions this session prepared. */
+static void
+ReleasePreparedHolds(int code, Datum arg)
+{
+	if (prepared_holds > 0)
+	{
+		/* a new generation: dispatchers read the state again, now committed */
+		pg_atomic_fetch_add_u64(&Barrier->generation, 1);
+		pg_atomic_fetch_sub_u32(&Barrier->setters, prepared_holds);
+		prepared_holds = 0;
+	}
+}
+
 /* BarrierXactCallback raises the hold at PRE_COMMIT and drops it at the end. */
 static void
 BarrierXactCallback(XactEvent event, void *arg)
@@ -192,22 +216,35 @@ BarrierXactCallback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (hold_at_commit)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that switches actions off or pauses an effect type"),
-						 errhint("Commit it directly.")));
+			{
+				hold_at_commit = false;
+				RaiseHold();
+			}
+			break;
+		case XACT_EVENT_PREPARE:
+			hold_at_commit = false;
+			if (holding)
+			{
+				/* kept until the COMMIT PREPARED (see the design note) */
+				holding = false;
+				if (prepared_holds++ == 0 && !exit_registered)
+				{
+					on_proc_exit(ReleasePreparedHolds, (Datum) 0);
+					exit_registered = true;
+				}
+			}
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
 			hold_at_commit = false;
 			if (holding)
 			{
 				holding = false;
 				pg_atomic_fetch_sub_u32(&Barrier->setters, 1);
 			}
+			ReleasePreparedHolds(0, (Datum) 0);
 			break;
 		default:
 			break;

@@ -153,5 +153,11 @@ COMMENT ON FUNCTION idemgate.distribute(integer) IS
 
 INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('operator', 'idemgate.distribute(integer)'),
+    ('operator', 'idemgate.key_bucket(text)'),
+    ('operator', 'idemgate.uuid_bucket(uuid)'),
+    ('operator', 'idemgate.routed_id(integer)'),
+    ('operator', 'idemgate.effect_envelope(uuid,text,text,text,jsonb,integer)'),
+    ('operator', 'idemgate.node_dispatcher_status()'),
+    ('reader', 'idemgate.node_dispatcher_status()'),
     ('reader', 'idemgate.key_bucket(text)'),
     ('reader', 'idemgate.uuid_bucket(uuid)');
