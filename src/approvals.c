@@ -48,6 +48,7 @@
 
 #include "approvals.h"
 #include "distributed.h"
+#include "shard_buckets.h"
 #include "args.h"
 #include "crypto.h"
 #include "dead_letters.h"
@@ -643,15 +644,37 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+static int	ExpireApprovalsIn(Datum buckets);
+
 /* ExpireApprovals fails runs whose approval expired undecided; see approvals.h. */
 int
 ExpireApprovals(void)
+{
+	ListCell   *lc;
+	int			expired = 0;
+
+	/* On Citus the locking scan runs one shard at a time (src/shard_buckets.c). */
+	if (IdemgateIsDistributed())
+	{
+		foreach(lc, ShardBucketSets(SHARDS_SCAN))
+			expired += ExpireApprovalsIn(PointerGetDatum(lfirst(lc)));
+		return expired;
+	}
+	return ExpireApprovalsIn((Datum) 0);
+}
+
+/*
+ * ExpireApprovalsIn is ExpireApprovals on the shard whose buckets are the
+ * int4[] buckets, or everywhere when buckets is 0.
+ */
+static int
+ExpireApprovalsIn(Datum buckets)
 {
 	SPITupleTable *candidates;
 	uint64		n;
 	int			expired = 0;
 
-	if (ExecSaved(&expired_stmt, NULL, NULL, false, 0) != SPI_OK_SELECT)
+	if (ExecSavedInBuckets(&expired_stmt, NULL, NULL, false, 0, buckets) != SPI_OK_SELECT)
 		elog(ERROR, "expired approval look-up failed");
 	candidates = SPI_tuptable;
 	n = SPI_processed;

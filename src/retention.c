@@ -62,6 +62,7 @@
 #include "utils/timestamp.h"
 
 #include "args.h"
+#include "distributed.h"
 #include "events.h"
 #include "metrics.h"
 #include "spi_util.h"
@@ -172,6 +173,12 @@ idemgate_purge(PG_FUNCTION_ARGS)
 	int64		counts[5];
 	EventDetails details;
 
+	if (IdemgateIsDistributed())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("idemgate.purge is not available on a distributed install yet"),
+				 errdetail("Its deletes and rollups span shards and reference tables in one statement."),
+				 errhint("See docs/citus.md, \"Limits\"; purge_dead_letters works.")));
 	ConnectSPI();
 	values[0] = IntervalPGetDatum(older_than);
 	if (ExecSaved(&doomed_stmt, values, NULL, false, 0) != SPI_OK_SELECT)

@@ -9,8 +9,8 @@
 -- 99_release_grants.sql (bundle_members names it by signature).
 -- node_dispatcher_status() is this node's part, what the coordinator asks
 -- each worker for.
--- bundle_members names relations by oid (regclass): the reader bundle's
--- row for alerts goes with the view and comes back with it in 50.
+-- bundle_members names relations by oid (regclass): the reader's and the
+-- operator's rows for alerts go with the view and come back with it in 50.
 DELETE FROM idemgate.bundle_members WHERE rel OPERATOR(pg_catalog.=) 'idemgate.alerts'::pg_catalog.regclass;
 DROP VIEW idemgate.alerts;
 DROP VIEW idemgate.alert_instances;

@@ -409,7 +409,9 @@ SELECT r.alert, r.subject, r.severity,
 -- 45_dispatcher_node.sql (dispatcher_status() changed).
 CREATE VIEW idemgate.alerts AS
 SELECT alert, severity, message, count, since FROM idemgate.alert_instances;
-INSERT INTO idemgate.bundle_members (bundle, rel) VALUES ('reader', 'idemgate.alerts');
+INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
+    ('reader', 'idemgate.alerts'),
+    ('operator', 'idemgate.alerts');
 
 COMMENT ON VIEW idemgate.alert_instances IS
 'idemgate.alerts plus the subject (effect type, workflow or database) that identifies each alert and, for alerts about runs, their first keys; read by publish_alerts and prometheus()';
