@@ -24,7 +24,11 @@ our @EXPORT = qw(citus_cluster plain_node distribute psql_result query
 
 # run.sh's timeout sends SIGTERM: die instead, so that END blocks run and
 # PostgreSQL::Test::Cluster stops every node it started.
+# Each test file is bounded too (IDEMGATE_CITUS_FILE_TIMEOUT seconds,
+# default 300): SIGALRM dies the same way.
 $SIG{TERM} = $SIG{INT} = sub { die "killed by signal\n" };
+$SIG{ALRM} = sub { die "killed by signal (the file ran longer than its limit)\n" };
+alarm($ENV{IDEMGATE_CITUS_FILE_TIMEOUT} || 300);
 
 my $common_conf = <<'EOC';
 shared_preload_libraries = 'citus,idemgate'

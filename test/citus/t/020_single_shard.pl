@@ -138,7 +138,7 @@ is(query($coord, "SELECT state FROM idemgate.runs WHERE idempotency_key = 's-2'"
 single('claim', "SELECT outcome FROM idemgate.claim('s-3', '{\"n\": 3}')");
 ($owner, $version) = run_of('s-3');
 my ($rv) = single('record_validation', "SELECT valid || '|' || attempt FROM idemgate.record_validation('s-3', '$owner', $version, '{\"a\": 1}', '{\"type\": \"object\"}')");
-is($rv, 't|1', 'record_validation: valid, attempt 1');
+is($rv, 'true|1', 'record_validation: valid, attempt 1');
 my ($rl) = single('renew_lease', "SELECT idemgate.renew_lease('s-3', '$owner', $version, '1 minute') IS NOT NULL");
 is($rl, 't', 'renew_lease: renewed');
 my ($cas) = single('cas_transition', "SELECT idemgate.cas_transition('s-3', '$owner', $version, 'completed', '{\"ok\": true}')");

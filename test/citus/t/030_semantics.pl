@@ -106,7 +106,7 @@ is(count_of(\@dec, 'approved'), 1, '10 concurrent consume_approval: exactly one 
 is(count_of(\@dec, 'invalid'), 9, '10 concurrent consume_approval: 9 invalid');
 is(query($coord, "SELECT count(*) FROM idemgate.outbox WHERE idempotency_key = 'appr-1'"),
 	'2', 'one set of outbox rows (2 effects)');
-ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.runs WHERE idempotency_key = 'appr-1'", 60),
+ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.runs WHERE idempotency_key = 'appr-1'", 30),
 	'both effects delivered, the run completed');
 is(scalar(grep { ($_->{path} // '') =~ /kind=appr/ } @{ sink_requests($sink) }), 2,
 	'the sink got 2 requests for the approved run');
@@ -114,7 +114,7 @@ is(scalar(grep { ($_->{path} // '') =~ /kind=appr/ } @{ sink_requests($sink) }),
 # --- 503 until max_attempts → dead letter; reinject --------------------------
 register_endpoint($coord, 'flaky', "$base/status/503", max_attempts => 3);
 my $flaky = enqueue('flaky-1', 'flaky', 'f');
-ok(poll_app($coord, "SELECT count(*) = 1 FROM idemgate.dead_letters WHERE effect_id = '$flaky'", 90),
+ok(poll_app($coord, "SELECT count(*) = 1 FROM idemgate.dead_letters WHERE effect_id = '$flaky'", 45),
 	'503 three times: a dead letter');
 is(query($coord, "SELECT state || ' ' || attempts FROM idemgate.outbox WHERE effect_id = '$flaky'"),
 	'failed 3', 'the effect failed after 3 attempts');
@@ -122,7 +122,7 @@ is(sent($flaky), 3, 'the sink got 3 attempts');
 register_endpoint($coord, 'flaky', "$base/ok?kind=flaky", max_attempts => 3);
 my $dl = query($coord, "SELECT id FROM idemgate.dead_letters WHERE effect_id = '$flaky'");
 is(query($coord, "SELECT idemgate.reinject($dl, 'tester')"), 't', 'reinject');
-ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.outbox WHERE effect_id = '$flaky'", 60),
+ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.outbox WHERE effect_id = '$flaky'", 30),
 	'the reinjected effect was delivered');
 is(scalar(grep { $_->{status} == 200 } @{ requests_by_key($sink)->{$flaky} // [] }), 1,
 	'once, with the same Idempotency-Key');
@@ -131,7 +131,7 @@ is(query($coord, "SELECT idemgate.reinject($dl, 'tester')"), 'f', 'a second rein
 # --- timeout after send → unknown; resolve_effect ----------------------------
 register_endpoint($coord, 'slow', "$base/delay/4000", timeout => '1 second', max_attempts => 3);
 my $slow = enqueue('slow-1', 'slow', 's');
-ok(poll_app($coord, "SELECT state = 'unknown' FROM idemgate.outbox WHERE effect_id = '$slow'", 60),
+ok(poll_app($coord, "SELECT state = 'unknown' FROM idemgate.outbox WHERE effect_id = '$slow'", 30),
 	'a timeout after the request was sent: unknown');
 is(query($coord, "SELECT idemgate.resolve_effect('$slow', true, 'tester', 'prov-slow', 'checked')"),
 	'completed', 'resolve_effect delivered: completed');
@@ -151,17 +151,17 @@ ok($cancel_state ne '', "cancel_effect before delivery: $cancel_state");
 # (both workers): once they are delivered the dispatchers have passed the
 # paused effects by.
 my @ctl = map { enqueue("ctl-$_", 'ctl', 'c') } 1 .. 10;
-ok(poll_app($coord, "SELECT count(*) = 10 FROM idemgate.outbox WHERE effect_type = 'ctl' AND state = 'completed'", 60),
+ok(poll_app($coord, "SELECT count(*) = 10 FROM idemgate.outbox WHERE effect_type = 'ctl' AND state = 'completed'", 30),
 	'the other type was delivered meanwhile');
 is(scalar(grep { sent($_) } @paused), 0, 'nothing of the paused type was sent');
 is(query($coord, "SELECT count(*) FROM idemgate.outbox WHERE effect_type = 'pz' AND state = 'pending'"),
 	'10', 'the paused effects are held pending');
 query($coord, "SELECT idemgate.resume_effect_type('pz', 'tester')");
-ok(poll_app($coord, "SELECT count(*) = 10 FROM idemgate.outbox WHERE effect_type = 'pz' AND state = 'completed'", 60),
+ok(poll_app($coord, "SELECT count(*) = 10 FROM idemgate.outbox WHERE effect_type = 'pz' AND state = 'completed'", 30),
 	'resumed: all 10 delivered');
 is(scalar(grep { sent($_) == 1 } @paused), 10, 'each once');
 my @late = map { enqueue("ctl-late-$_", 'ctl', 'c') } 1 .. 10;
-ok(poll_app($coord, "SELECT count(*) = 20 FROM idemgate.outbox WHERE effect_type = 'ctl' AND state = 'completed'", 60),
+ok(poll_app($coord, "SELECT count(*) = 20 FROM idemgate.outbox WHERE effect_type = 'ctl' AND state = 'completed'", 30),
 	'later effects delivered');
 is(sent($cancelled), 0, 'the cancelled effect was never sent');
 isnt(query($coord, "SELECT state FROM idemgate.outbox WHERE effect_id = '$cancelled'"),
