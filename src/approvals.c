@@ -172,13 +172,16 @@ static SavedStatement lock_run_skip_stmt = {
 /*
  * TokenBucketParam sets *value to the bucket a token carries (a routing
  * parameter, src/distributed.c) and returns its null flag: 'n' for a
- * token without one.
+ * token without one on a single node.
  */
 static char
-TokenBucketParam(text *token, Datum *value)
+TokenBucketParam(text *token, bytea *token_hash, Datum *value)
 {
 	int			bucket = TokenBucket(VARDATA_ANY(token), VARSIZE_ANY_EXHDR(token));
 
+	/* a token made before distribute(): its bucket is read from the row */
+	if (bucket < 0 && IdemgateIsDistributed())
+		bucket = LegacyTokenBucket(token_hash);
 	*value = Int32GetDatum(bucket);
 	return bucket >= 0 ? ' ' : 'n';
 }
@@ -509,7 +512,7 @@ idemgate_peek_approval(PG_FUNCTION_ARGS)
 
 	RequireArg(fcinfo, 0, "token");
 	values[0] = PointerGetDatum(TokenHash(PG_GETARG_TEXT_PP(0)));
-	nulls[1] = TokenBucketParam(PG_GETARG_TEXT_PP(0), &values[1]);
+	nulls[1] = TokenBucketParam(PG_GETARG_TEXT_PP(0), DatumGetByteaPP(values[0]), &values[1]);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -568,7 +571,7 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(TokenHash(token));
 	values[1] = PointerGetDatum(decision);
 	values[2] = CStringGetTextDatum(approver);
-	nulls[3] = TokenBucketParam(token, &values[3]);
+	nulls[3] = TokenBucketParam(token, DatumGetByteaPP(values[0]), &values[3]);
 	if (ExecSaved(&lock_approval_stmt, values, nulls, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "approval look-up failed");
 	if (SPI_processed == 1)

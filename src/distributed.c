@@ -19,6 +19,7 @@
 
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "inttypes.h"
@@ -185,6 +186,77 @@ idemgate_routed_id(PG_FUNCTION_ARGS)
 	RandomBytes((uint8 *) &r, sizeof(r));
 	r &= (UINT64CONST(1) << 46) - 1;
 	PG_RETURN_INT64(ROUTED_ID_FLAG | (int64) (r << 16) | bucket);
+}
+
+/*
+ * Ids and tokens made before distribute() carry no bucket: their bucket is
+ * read from the row, on every shard (one multi-shard read; docs/citus.md,
+ * "Limits"). One that is not found routes to bucket 0, where the statement
+ * then finds nothing either, as on a single node.
+ */
+static int
+LookUpBucket(SPIPlanPtr *plan, const char *sql, Oid type, Datum value)
+{
+	int			bucket = 0;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, 1, &type);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare \"%s\"", sql);
+		*plan = p;
+	}
+	if (SPI_execute_plan(*plan, &value, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up a bucket");
+	if (SPI_processed == 1)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			bucket = DatumGetInt32(d);
+	}
+	SPI_finish();
+	return bucket;
+}
+
+/* LegacyUuidBucket: the bucket of an effect or approval id without one. */
+int
+LegacyUuidBucket(const pg_uuid_t *id)
+{
+	static SPIPlanPtr plan = NULL;
+
+	return LookUpBucket(&plan,
+						"SELECT bucket FROM idemgate.outbox WHERE effect_id OPERATOR(pg_catalog.=) $1"
+						" UNION ALL"
+						" SELECT bucket FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1"
+						" LIMIT 1",
+						UUIDOID, UUIDPGetDatum(unconstify(pg_uuid_t *, id)));
+}
+
+/* LegacyDeadLetterBucket: the bucket of a dead letter id without one. */
+int
+LegacyDeadLetterBucket(int64 id)
+{
+	static SPIPlanPtr plan = NULL;
+
+	return LookUpBucket(&plan,
+						"SELECT bucket FROM idemgate.dead_letters WHERE id OPERATOR(pg_catalog.=) $1",
+						INT8OID, Int64GetDatum(id));
+}
+
+/* LegacyTokenBucket: the bucket of the approval whose token has this hash. */
+int
+LegacyTokenBucket(bytea *token_hash)
+{
+	static SPIPlanPtr plan = NULL;
+
+	return LookUpBucket(&plan,
+						"SELECT bucket FROM idemgate.approvals WHERE token_hash OPERATOR(pg_catalog.=) $1",
+						BYTEAOID, PointerGetDatum(token_hash));
 }
 
 /* idemgate.key_bucket(key text) RETURNS integer */

@@ -29,5 +29,8 @@ extern int	UuidBucket(const pg_uuid_t *id);
 extern void StampUuidBucket(pg_uuid_t *id, int bucket);
 extern int	TokenBucket(const char *token, int len);
 extern int	RoutedIdBucket(int64 id);
+extern int	LegacyUuidBucket(const pg_uuid_t *id);
+extern int	LegacyDeadLetterBucket(int64 id);
+extern int	LegacyTokenBucket(bytea *token_hash);
 
 #endif

@@ -46,6 +46,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -203,13 +204,12 @@ static SavedStatement lock_sending_stmt = {
 static SavedStatement fail_update_stmt = {
 	"UPDATE idemgate.outbox"
 	" SET state = $2,"
-	"     next_attempt_at = CASE WHEN $3::interval IS NULL THEN next_attempt_at"
-	"                            ELSE pg_catalog.now() OPERATOR(pg_catalog.+) $3 END,"
+	"     next_attempt_at = COALESCE($3, next_attempt_at),"
 	"     last_status = $4, last_error = $5, lease_expires_at = NULL,"
 	"     updated_at = pg_catalog.now()"
 	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/"
 	" RETURNING next_attempt_at",
-	5, {UUIDOID, TEXTOID, INTERVALOID, INT4OID, TEXTOID}
+	5, {UUIDOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID}
 };
 
 static SavedStatement expired_stmt = {
@@ -504,7 +504,14 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 		new_state = "failed";
 
 	values[1] = CStringGetTextDatum(new_state);
-	values[2] = delay >= 0 ? IntervalPGetDatum(UsecsToInterval(delay)) : (Datum) 0;
+	/*
+	 * The next attempt's time as a value (now() + delay): Citus refuses
+	 * now() inside CASE or COALESCE in an UPDATE.
+	 */
+	values[2] = delay >= 0 ?
+		DirectFunctionCall2(timestamptz_pl_interval,
+							TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+							IntervalPGetDatum(UsecsToInterval(delay))) : (Datum) 0;
 	nulls[2] = delay >= 0 ? ' ' : 'n';
 	values[3] = Int32GetDatum(http_status);
 	nulls[3] = http_status > 0 ? ' ' : 'n';
@@ -636,12 +643,10 @@ SettleExpiredLeases(const char *effect_type)
 	return settled;
 }
 
-/*
- * ClaimEffectsOfType marks up to batch due pending effects of effect_type
- * (of approved runs) sending under owner for lease; see outbox.h.
- */
+/* ClaimEffectsOfType claims effects of one type; see outbox.h. */
 void
-ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner, Interval *lease)
+ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner, Interval *lease,
+				   ClaimedRowsReader take, void *arg)
 {
 	Datum		values[4];
 
@@ -651,30 +656,32 @@ ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner, Interva
 	values[3] = IntervalPGetDatum(lease);
 	if (IdemgateIsDistributed())
 	{
-		/* On Citus one shard per call: the first, in turn, that has due effects. */
+		/* On Citus one shard per statement, starting after the last one used. */
 		static int	next_shard = 0;
 		List	   *sets = ShardBucketSets(SHARDS_SCAN);
 		int			n = list_length(sets);
+		int			left = batch;
 
-		for (int j = 0; j < n; j++)
+		for (int j = 0; j < n && left > 0; j++)
 		{
 			int			i = (next_shard + j) % n;
 
+			values[1] = Int32GetDatum(left);
 			if (ExecSavedInBuckets(&claim_stmt, values, NULL, false, 0,
 								   PointerGetDatum(list_nth(sets, i))) != SPI_OK_UPDATE_RETURNING)
 				elog(ERROR, "could not claim effects");
 			if (SPI_processed > 0)
 			{
+				left -= (int) SPI_processed;
 				next_shard = i + 1;
-				return;
+				take(arg);
 			}
 		}
-		SPI_processed = 0;
-		SPI_tuptable = NULL;
 		return;
 	}
 	if (ExecSaved(&claim_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim effects");
+	take(arg);
 }
 
 /* InsertOutboxEffects inserts the effects of run key; see outbox.h. */

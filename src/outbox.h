@@ -76,12 +76,15 @@ extern ArrayType *ExistingEffectIds(text *key, const ParsedEffect *parsed, int n
 
 /*
  * ClaimEffectsOfType marks up to batch due pending effects of effect_type
- * (of approved runs, oldest first, skipping locked rows) sending under
- * owner for lease. The claimed rows are left in SPI_tuptable: effect_id,
- * idempotency_key, effect_type, target, payload, attempts, lease_owner.
+ * (of approved runs) sending under owner for lease, and calls take(arg)
+ * after each statement to read its rows (SPI_tuptable: effect_id,
+ * idempotency_key, effect_type, target, payload, attempts, lease_owner).
+ * On Citus it visits the shards in turn until batch is reached. Must be
+ * called inside SPI.
  */
+typedef void (*ClaimedRowsReader) (void *arg);
 extern void ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner,
-							   Interval *lease);
+							   Interval *lease, ClaimedRowsReader take, void *arg);
 
 /* IsErrorClass tells whether name is an error class callers may use. */
 extern bool IsErrorClass(const char *name);

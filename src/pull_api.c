@@ -28,6 +28,8 @@ PG_FUNCTION_INFO_V1(idemgate_claim_effects);
 PG_FUNCTION_INFO_V1(idemgate_complete_effect);
 PG_FUNCTION_INFO_V1(idemgate_fail_effect);
 
+static void PutClaimedRows(void *arg);
+
 /* EffectTypeArg returns the required effect_type argument, checked. */
 static char *
 EffectTypeArg(FunctionCallInfo fcinfo, int argno)
@@ -87,7 +89,17 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 
-	ClaimEffectsOfType(effect_type, batch, RandomUuid(), lease);
+	ClaimEffectsOfType(effect_type, batch, RandomUuid(), lease, PutClaimedRows, rsinfo);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* PutClaimedRows returns the rows a claim statement just took (ClaimedRowsReader). */
+static void
+PutClaimedRows(void *arg)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
+
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		row[7];
@@ -97,8 +109,6 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 			row[c] = GetResultDatum(i, c + 1, &rownulls[c]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
 	}
-	SPI_finish();
-	return (Datum) 0;
 }
 
 /*

@@ -181,7 +181,7 @@ static SavedStatement renew_stmt = {
 	"     updated_at = pg_catalog.now()"
 	" WHERE idempotency_key = $1/*@bucket*//*@route $1*/ AND lease_owner = $2 AND version = $3"
 	"   AND state = 'processing' AND lease_expires_at > pg_catalog.now()"
-	"   AND GREATEST(lease_expires_at, pg_catalog.now() + $4) <= lease_started_at + $5"
+	"   AND GREATEST(lease_expires_at, pg_catalog.now() + $4) - lease_started_at <= $5"
 	" RETURNING lease_expires_at",
 	5, {TEXTOID, UUIDOID, INT8OID, INTERVALOID, INTERVALOID}
 };

@@ -156,7 +156,11 @@ RouteBucket(SavedStatement *stmt, Datum *values, const char *nulls)
 	if (isnull)
 		return -1;
 	if (type == UUIDOID)
-		return UuidBucket(DatumGetUUIDP(values[k]));
+	{
+		int			bucket = UuidBucket(DatumGetUUIDP(values[k]));
+
+		return bucket >= 0 ? bucket : LegacyUuidBucket(DatumGetUUIDP(values[k]));
+	}
 	if (type == UUIDARRAYOID)
 	{
 		Datum	   *ids;
@@ -200,7 +204,11 @@ RouteBucket(SavedStatement *stmt, Datum *values, const char *nulls)
 	if (type == INT4OID)
 		return DatumGetInt32(values[k]);
 	if (type == INT8OID)
-		return RoutedIdBucket(DatumGetInt64(values[k]));
+	{
+		int			bucket = RoutedIdBucket(DatumGetInt64(values[k]));
+
+		return bucket >= 0 ? bucket : LegacyDeadLetterBucket(DatumGetInt64(values[k]));
+	}
 	elog(ERROR, "routing parameter $%d of \"%s\" is of type %u", k + 1, stmt->sql, type);
 }
 
