@@ -27,6 +27,8 @@
 #   claims      pgbench -M prepared, CLIENTS clients, CLAIMS transactions in
 #               all (fixed count, not fixed time) of claim.sql (a new key
 #               each) against the coordinator (the single node);
+#   (autovacuum off; VACUUM ANALYZE and CHECKPOINT on every node before
+#   each measured window)
 #   deliveries  endpoint 'bench' on the loopback sink (test/sink/sink.c, /ok);
 #               kill switch off; DELIVERIES transactions of enqueue.sql (claim
 #               + enqueue_effect); switch on; measured from the switch-on to
@@ -38,19 +40,20 @@
 # Run as root after `make install` (the servers run as postgres through
 # runuser). Without citus.so it says so in one line and exits 0
 # (`bash test/citus/run.sh` builds Citus from the tarball). Bounded: the
-# whole run is stopped after TIMEOUT seconds; ~3-5 minutes with the defaults.
-#   CLAIMS=20000 DELIVERIES=5000 CLIENTS=4 SHARDS=32 SETUPS="single 1 2"
-#   IDLE_SECS=5 PORT=55460 (PORT..PORT+2) TIMEOUT=600 SYNC=on
+# whole run is stopped after TIMEOUT seconds; ~6-8 minutes with the defaults
+# at load average 10 (deliveries through Citus ran at 16/s then).
+#   CLAIMS=8000 DELIVERIES=1000 CLIENTS=4 SHARDS=32 SETUPS="single 1 2"
+#   IDLE_SECS=5 PORT=55460 (PORT..PORT+2) TIMEOUT=900 SYNC=on
 #   POLL= (idemgate.poll_interval; empty: the default, 1s)
 set -euo pipefail
-CLAIMS=${CLAIMS:-20000}
-DELIVERIES=${DELIVERIES:-5000}
+CLAIMS=${CLAIMS:-8000}
+DELIVERIES=${DELIVERIES:-1000}
 CLIENTS=${CLIENTS:-4}
 SHARDS=${SHARDS:-32}
 SETUPS=${SETUPS:-single 1 2}
 IDLE_SECS=${IDLE_SECS:-5}
 PORT=${PORT:-55460}
-TIMEOUT=${TIMEOUT:-600}
+TIMEOUT=${TIMEOUT:-900}
 SYNC=${SYNC:-on}
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -119,6 +122,7 @@ wal_level = logical
 shared_buffers = 128MB
 max_wal_size = 2GB
 synchronous_commit = $SYNC
+autovacuum = off
 CONF
   [ -n "${POLL:-}" ] && echo "idemgate.poll_interval = '$POLL'" >> "$d/postgresql.conf"
   case $3 in
@@ -206,7 +210,9 @@ per_worker() {
              GROUP BY n.nodeport) s"
 }
 
-checkpoint_all() { local n; for n in $names; do q "$(port_of "$n")" "CHECKPOINT" >/dev/null; done; }
+# settle: VACUUM ANALYZE and CHECKPOINT on every node (autovacuum is off,
+# so that it does not fall into a measured window).
+settle() { local n; for n in $names; do q "$(port_of "$n")" "VACUUM ANALYZE" >/dev/null; q "$(port_of "$n")" "CHECKPOINT" >/dev/null; done; }
 
 cp "$here/claim.sql" "$here/enqueue.sql" "$work"/ && chown postgres "$work"/*.sql
 cc -O2 -o "$work/sink" "$root/test/sink/sink.c"
@@ -243,7 +249,7 @@ for setup in $SETUPS; do
     sleep 0.2
   done
   q "$PORT" "SELECT idemgate.register_endpoint('bench', '$sink_url/ok?setup=$setup', '10 seconds')" >/dev/null
-  checkpoint_all
+  settle
 
   # Idle: what each node spends with nothing to do.
   b=$(ticks_all); t0=$(now); sleep "$IDLE_SECS"; t1=$(now); a=$(ticks_all)
@@ -251,6 +257,7 @@ for setup in $SETUPS; do
   echo "[$setup] idle CPU ms/s: $(awk -v s="$setup" '$1 == s && $2 == "idle" { printf "%s %.0f (dispatchers %.0f)  ", $3, ($6 + $7) / $5, $6 / $5 }' "$work/cpu.tsv")"
 
   # Claims.
+  settle
   b=$(ticks_all); t0=$(now); tps=$(pgbench_run claim.sql "$CLAIMS"); t1=$(now); a=$(ticks_all)
   ops=$(( CLAIMS / CLIENTS * CLIENTS ))
   record claim "$ops" "$t0" "$t1" "$b" "$a"
@@ -268,7 +275,7 @@ for setup in $SETUPS; do
   pgbench_run enqueue.sql "$DELIVERIES" >/dev/null
   pending=$(q "$PORT" "SELECT count(*) FROM idemgate.outbox WHERE effect_type = 'bench' AND state = 'pending'")
   before=$(q "$PORT" "SELECT COALESCE(node, 'local') || '=' || completed FROM idemgate.dispatcher_status()" | tr '\n' ' ')
-  checkpoint_all
+  settle
   req0=$(sink_requests)
   b=$(ticks_all); t0=$(now)
   q "$PORT" "SELECT idemgate.set_actions_enabled(true, 'bench', 'go')" >/dev/null
