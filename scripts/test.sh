@@ -9,7 +9,8 @@
 #   first two again with assertions, contrib/prometheus with Debian's
 #   prometheus-postgres-exporter and promtool (test/prometheus);
 #   as root: the HTTP sink self-test (test/sink), 3 minutes of the soak
-#   with random faults (bench/soak), the Debian package
+#   with random faults (bench/soak), idemgate on Citus (test/citus), the
+#   Debian package
 #   (test/package), the shipped n8n workflows in a real n8n (test/n8n) and
 #   the n8n community-node package with its workflows (test/n8n-nodes).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
@@ -105,6 +106,23 @@ if [ -f bench/soak/run.sh ]; then
   grep -E '^(ok|not ok) - |^soak: ' "$logs/soak.log" || true
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/soak.log" | tail -1)
   echo "${line:-soak printed no summary}"
+  if [ -n "$line" ]; then
+    passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
+    failed=$((failed + $(echo "$line" | awk '{ print $3 }')))
+  else
+    failed=$((failed + 1))
+  fi
+fi
+
+# idemgate on Citus (test/citus/run.sh, as root): a coordinator and two
+# workers on this machine; Citus is built from its source tarball when not
+# installed, or the suite says in one line why it was skipped.
+if [ -f test/citus/run.sh ]; then
+  echo "== citus"
+  bash test/citus/run.sh >"$logs/citus.log" 2>&1
+  grep -E '^(not ok|citus: skipped)' "$logs/citus.log" || true
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$logs/citus.log" | tail -1)
+  echo "${line:-citus suite printed no summary}"
   if [ -n "$line" ]; then
     passed=$((passed + $(echo "$line" | awk '{ print $1 }')))
     failed=$((failed + $(echo "$line" | awk '{ print $3 }')))

@@ -119,10 +119,10 @@ WITH RECURSIVE settings AS (
      WHERE c.singleton
 ), served AS (
     -- Whether a running dispatcher serves this database (shared memory).
-    SELECT EXISTS (SELECT 1 FROM idemgate.dispatcher_status() ds
+    SELECT EXISTS (SELECT 1 FROM idemgate.node_dispatcher_status() ds
                     WHERE ds.database = pg_catalog.current_database()) AS here,
            (SELECT pg_catalog.string_agg(DISTINCT ds.database, ', ')
-              FROM idemgate.dispatcher_status() ds) AS databases
+              FROM idemgate.node_dispatcher_status() ds) AS databases
 ), ptypes(effect_type) AS (
     -- The effect types with pending effects: a skip scan of the partial
     -- index outbox_due_idx (effect_type, next_attempt_at) WHERE pending, so
@@ -404,14 +404,6 @@ SELECT r.alert, r.subject, r.severity,
          || r.suffix AS message,
        r.count, r.since, r.keys
   FROM raised r;
-
--- alerts is a projection of alert_instances; both were dropped by
--- 45_dispatcher_node.sql (dispatcher_status() changed).
-CREATE VIEW idemgate.alerts AS
-SELECT alert, severity, message, count, since FROM idemgate.alert_instances;
-INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
-    ('reader', 'idemgate.alerts'),
-    ('operator', 'idemgate.alerts');
 
 COMMENT ON VIEW idemgate.alert_instances IS
 'idemgate.alerts plus the subject (effect type, workflow or database) that identifies each alert and, for alerts about runs, their first keys; read by publish_alerts and prometheus()';
