@@ -112,13 +112,14 @@ perl -ne '
 		print "$s - $f: $d\n";
 		$s eq "ok" ? $ok++ : $nok++;
 	}
-	$bad_files++ if /^(?:Dubious|# Looks like your test exited|Bailout called|No subtests run|Parse errors)/;
+	# A script that died: no plan (done_testing not reached), or a bail out.
+	$bad_files++ if /^\s*Parse errors: No plan found/ || /^Bailout called/;
 	END { print STDERR "ok=", $ok+0, " nok=", $nok+0, " bad=", $bad_files, "\n" }
 ' "$log" 2>"$work/counts"
 read -r passed failed bad < <(sed -n 's/^ok=\([0-9]*\) nok=\([0-9]*\) bad=\([0-9]*\)$/\1 \2 \3/p' "$work/counts")
 passed=${passed:-0}; failed=${failed:-0}; bad=${bad:-0}
-# A script that died (no plan, non-zero exit, bail out) counts as one failure,
-# and so does a run that reported nothing at all.
+# A script that died (no plan, bail out) counts as one failure more, and so
+# does a run that reported nothing at all.
 # Why a script died: PostgreSQL::Test sends its stderr to the regress log.
 for f in "$work"/tree/tmp_check/log/regress_log_*; do
 	[ -f "$f" ] || continue
