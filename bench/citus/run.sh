@@ -40,13 +40,13 @@
 # Run as root after `make install` (the servers run as postgres through
 # runuser). Without citus.so it says so in one line and exits 0
 # (`bash test/citus/run.sh` builds Citus from the tarball). Bounded: the
-# whole run is stopped after TIMEOUT seconds; ~6-8 minutes with the defaults
+# whole run is stopped after TIMEOUT seconds; ~9-10 minutes with the defaults
 # at load average 10 (deliveries through Citus ran at 16/s then).
-#   CLAIMS=8000 DELIVERIES=1000 CLIENTS=4 SHARDS=32 SETUPS="single 1 2"
+#   CLAIMS=5000 DELIVERIES=1000 CLIENTS=4 SHARDS=32 SETUPS="single 1 2"
 #   IDLE_SECS=5 PORT=55460 (PORT..PORT+2) TIMEOUT=900 SYNC=on
 #   POLL= (idemgate.poll_interval; empty: the default, 1s)
 set -euo pipefail
-CLAIMS=${CLAIMS:-8000}
+CLAIMS=${CLAIMS:-5000}
 DELIVERIES=${DELIVERIES:-1000}
 CLIENTS=${CLIENTS:-4}
 SHARDS=${SHARDS:-32}
