@@ -41,7 +41,7 @@
 # runuser). Without citus.so it says so in one line and exits 0
 # (`bash test/citus/run.sh` builds Citus from the tarball). Bounded: the
 # whole run is stopped after TIMEOUT seconds; ~9-10 minutes with the defaults
-# at load average 10 (deliveries through Citus ran at 16/s then).
+# at load average 10 (deliveries through Citus ran at 32-63/s then).
 #   CLAIMS=5000 DELIVERIES=1000 CLIENTS=4 SHARDS=32 SETUPS="single 1 2"
 #   IDLE_SECS=5 PORT=55460 (PORT..PORT+2) TIMEOUT=900 SYNC=on
 #   POLL= (idemgate.poll_interval; empty: the default, 1s)
