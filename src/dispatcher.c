@@ -1247,7 +1247,8 @@ IdemgateDispatcherMain(Datum main_arg)
 			int			rc;
 
 			now = GetCurrentTimestamp();
-			sleep_ms = (long) ((Min(next_poll, my_slot == 0 ? next_housekeeping : next_poll) - now) / 1000);
+			sleep_ms = (long) ((Min(next_poll, my_slot == 0 && node_group <= 0 ?
+									 next_housekeeping : next_poll) - now) / 1000);
 			sleep_ms = Max(sleep_ms, 0);
 			if (n_waiting > 0)
 				sleep_ms = Min(sleep_ms, WAITING_POLL_MS);	/* rate-limited starts */

@@ -124,4 +124,11 @@
 /* Default of idemgate.retention. */
 #define IDEMGATE_DEFAULT_RETENTION_SECS	(30 * SECS_PER_DAY)
 
+/*
+ * On Citus, how long past its expiry another node's dispatcher lease is
+ * left to that node (which may be recording the outcome, held up by a
+ * shard move) before this node settles it (docs/citus.md).
+ */
+#define IDEMGATE_FOREIGN_LEASE_GRACE_SECS 60
+
 #endif							/* IDEMGATE_LIMITS_H */

@@ -69,6 +69,7 @@
 #include "idemgate_limits.h"
 #include "distributed.h"
 #include "outbox.h"
+#include "outbox_dispatch.h"
 #include "shard_buckets.h"
 #include "runs.h"
 #include "spi_util.h"
@@ -217,9 +218,17 @@ static SavedStatement expired_stmt = {
 	" WHERE state OPERATOR(pg_catalog.=) 'sending'"
 	"   AND lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()"
 	"   AND ($1::text IS NULL OR effect_type OPERATOR(pg_catalog.=) $1)/*@buckets outbox*/"
+	"   AND ($2::pg_catalog.int4 IS NULL"
+	"        OR lease_expires_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+	"           OPERATOR(pg_catalog.-) '" CppAsString2(IDEMGATE_FOREIGN_LEASE_GRACE_SECS) " seconds'::pg_catalog.interval)"
+	"        OR NOT ((pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 6) OPERATOR(pg_catalog.&) 240) OPERATOR(pg_catalog.=) 128"
+	"                AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) OPERATOR(pg_catalog.=) " CppAsString2(DISPATCHER_LEASE_MARKER) ")"
+	"        OR pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 9) OPERATOR(pg_catalog.*) 256"
+	"           OPERATOR(pg_catalog.+) pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 10)"
+	"           OPERATOR(pg_catalog.=) $2)"
 	" ORDER BY lease_expires_at LIMIT " CppAsString2(SETTLE_BATCH)
 	" FOR UPDATE SKIP LOCKED",
-	1, {TEXTOID}
+	2, {TEXTOID, INT4OID}
 };
 
 static SavedStatement insert_effect_stmt = {
@@ -607,8 +616,8 @@ int
 SettleExpiredLeases(const char *effect_type)
 {
 	const ErrorClass *ec = FindErrorClass("lease_expired", true);
-	Datum		values[1];
-	char		nulls[1] = {' '};
+	Datum		values[2];
+	char		nulls[2] = {' ', 'n'};
 	uint64		n;
 	pg_uuid_t  *ids;
 	pg_uuid_t  *owners;
@@ -616,7 +625,15 @@ SettleExpiredLeases(const char *effect_type)
 
 	SetTextParam(values, nulls, 0, effect_type);
 	if (IdemgateIsDistributed())
+	{
+		/*
+		 * Another node's dispatcher may still record its lease's outcome
+		 * (a shard move held its write up): it gets a grace period.
+		 */
+		values[1] = Int32GetDatum(LocalGroupId());
+		nulls[1] = ' ';
 		return SettleExpiredLeasesByShard(values, nulls, ec);
+	}
 	if (ExecSaved(&expired_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not find expired effect leases");
 	n = SPI_processed;

@@ -46,6 +46,7 @@ DECLARE
   w record;
   v record;
   ddl text;
+  worker_ddl text;
   def text;
   newdef text;
 BEGIN
@@ -120,7 +121,20 @@ BEGIN
       DROP CONSTRAINT dead_letters_pkey,
       ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (id, bucket);
   $ddl$;
-  FOR w IN SELECT * FROM pg_catalog.run_command_on_workers(ddl) LOOP
+  -- Rows written on a worker (its dispatcher's events) take their ids from
+  -- that worker's own identity sequence: each node counts in its own range,
+  -- group id << 48, as Citus gives its own sequences on workers.
+  worker_ddl := ddl || $seq$
+    DO $restart$
+    DECLARE
+      g bigint := (SELECT groupid FROM pg_catalog.pg_dist_local_group);
+    BEGIN
+      EXECUTE pg_catalog.format('ALTER TABLE idemgate.events ALTER COLUMN id RESTART WITH %s', (g << 48) + 1);
+      EXECUTE pg_catalog.format('ALTER TABLE idemgate.dead_letters ALTER COLUMN id RESTART WITH %s', (g << 48) + 1);
+    END
+    $restart$;
+  $seq$;
+  FOR w IN SELECT * FROM pg_catalog.run_command_on_workers(worker_ddl) LOOP
     IF NOT w.success THEN
       RAISE EXCEPTION 'could not prepare idemgate''s tables on worker %:%: %', w.nodename, w.nodeport, w.result
         USING ERRCODE = '55000',
