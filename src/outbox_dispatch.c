@@ -13,6 +13,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
@@ -45,45 +46,74 @@
  * (jsonb_build_object is stable, which Citus refuses beside columns in an
  * UPDATE).
  */
-static SavedStatement claim_stmt = {
-	"WITH due AS MATERIALIZED ("
-	" SELECT d.effect_id"
-	" FROM (SELECT ep.effect_type FROM idemgate.endpoints ep"
-	"       WHERE NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"	/* pause_effect_type */
-	"                         WHERE p.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"
-	"       ORDER BY pg_catalog.random()) e"
-	" CROSS JOIN LATERAL ("
-	"   SELECT o.effect_id FROM idemgate.outbox o"
-	"   WHERE o.effect_type OPERATOR(pg_catalog.=) e.effect_type/*@buckets o*/"
-	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"
-	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
-	"     AND (SELECT r.state FROM idemgate.runs r"
-	"          WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"
-	"         OPERATOR(pg_catalog.=) 'approved'"
-	"   ORDER BY o.next_attempt_at LIMIT $1"
-	"   FOR UPDATE OF o SKIP LOCKED) d"
+/* The due effects' ids (locked, SKIP LOCKED), oldest first per type, $1 at most. */
+#define DUE_EFFECTS \
+	" SELECT d.effect_id"\
+	" FROM (SELECT ep.effect_type FROM idemgate.endpoints ep"\
+	"       WHERE NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"	/* pause_effect_type */\
+	"                         WHERE p.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"\
+	"       ORDER BY pg_catalog.random()) e"\
+	" CROSS JOIN LATERAL ("\
+	"   SELECT o.effect_id FROM idemgate.outbox o"\
+	"   WHERE o.effect_type OPERATOR(pg_catalog.=) e.effect_type/*@buckets o*/"\
+	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"\
+	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"\
+	"     AND (SELECT r.state FROM idemgate.runs r"\
+	"          WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"\
+	"         OPERATOR(pg_catalog.=) 'approved'"\
+	"   ORDER BY o.next_attempt_at LIMIT $1"\
+	"   FOR UPDATE OF o SKIP LOCKED) d"\
 	" LIMIT $1"
-	")"
-	" UPDATE idemgate.outbox o"
-	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1, lease_owner = $2,"
-	"     lease_expires_at = pg_catalog.to_timestamp($4 OPERATOR(pg_catalog.+)"
-	"       pg_catalog.date_part('epoch', e.timeout OPERATOR(pg_catalog.+) $3)),"
-	"     updated_at = pg_catalog.now()"
+
+/* Mark them sending under lease owner $2, from endpoints e. */
+#define MARK_SENDING \
+	" UPDATE idemgate.outbox o"\
+	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1, lease_owner = $2,"\
+	"     lease_expires_at = pg_catalog.to_timestamp($4 OPERATOR(pg_catalog.+)"\
+	"       pg_catalog.date_part('epoch', e.timeout OPERATOR(pg_catalog.+) $3)),"\
+	"     updated_at = pg_catalog.now()"\
 	" FROM idemgate.endpoints e"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))/*@buckets o*/"
+
+/* What the dispatcher reads of each claimed effect (outbox_dispatch.h). */
+#define CLAIMED_COLUMNS \
+	" RETURNING o.effect_id, o.attempts, e.url,"\
+	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"\
+	"   e.honors_idempotency_key, e.provider_id_field,"\
+	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"\
+	"         FROM pg_catalog.jsonb_each_text(e.headers) h"\
+	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"\
+	"   CASE WHEN pg_catalog.starts_with(o.effect_type, '" IDEMGATE_RERUN_TYPE_PREFIX "')"\
+	"        THEN o.payload::text"\
+	"        ELSE idemgate.effect_envelope(o.effect_id, o.idempotency_key, o.effect_type,"\
+	"          o.target, o.payload, o.attempts) END,"\
+	"   o.effect_type, e.rate_limit, e.max_in_flight"
+
+static SavedStatement claim_stmt = {
+	"WITH due AS MATERIALIZED (" DUE_EFFECTS ")"
+	MARK_SENDING
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
 	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
-	" RETURNING o.effect_id, o.attempts, e.url,"
-	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"
-	"   e.honors_idempotency_key, e.provider_id_field,"
-	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"
-	"         FROM pg_catalog.jsonb_each_text(e.headers) h"
-	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"
-	"   CASE WHEN pg_catalog.starts_with(o.effect_type, '" IDEMGATE_RERUN_TYPE_PREFIX "')"
-	"        THEN o.payload::text"
-	"        ELSE idemgate.effect_envelope(o.effect_id, o.idempotency_key, o.effect_type,"
-	"          o.target, o.payload, o.attempts) END,"
-	"   o.effect_type, e.rate_limit, e.max_in_flight",
+	CLAIMED_COLUMNS,
 	4, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID}, GENERIC_PLAN
+};
+
+/*
+ * The claim on Citus (ClaimDueOnLocalShards), on one shard's buckets, in
+ * two statements of the same transaction: Citus would run the CTE of
+ * claim_stmt as a subplan and ship its result through a connection back
+ * to this node, making every claim a two-phase commit; each of these runs
+ * locally as one task.
+ */
+static SavedStatement due_ids_stmt = {
+	DUE_EFFECTS,
+	1, {INT4OID}
+};
+static SavedStatement mark_sending_stmt = {
+	MARK_SENDING
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($5)/*@buckets o*/"
+	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
+	CLAIMED_COLUMNS,
+	5, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, UUIDARRAYOID}
 };
 
 /* Give a claimed, unsent effect back: pending, attempt not counted. */
@@ -222,8 +252,28 @@ ClaimDueOnLocalShards(Datum *values)
 	{
 		int			i = (next_shard + j) % n;
 
-		if (ExecSavedInBuckets(&claim_stmt, values, NULL, false, 0,
-							   PointerGetDatum(list_nth(sets, i))) != SPI_OK_UPDATE_RETURNING)
+		Datum		buckets = PointerGetDatum(list_nth(sets, i));
+		Datum	   *ids;
+		Datum		mark[5];
+		uint64		n_due;
+
+		if (ExecSavedInBuckets(&due_ids_stmt, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
+			elog(ERROR, "idemgate: unexpected claim result");
+		n_due = SPI_processed;
+		if (n_due == 0)
+			continue;
+		ids = palloc(sizeof(Datum) * n_due);
+		for (uint64 r = 0; r < n_due; r++)
+		{
+			bool		isnull;
+
+			ids[r] = PointerGetDatum(DatumGetUUIDP(GetResultDatum(r, 1, &isnull)));
+		}
+		memcpy(mark, values, sizeof(Datum) * 4);
+		mark[4] = PointerGetDatum(construct_array(ids, (int) n_due, UUIDOID, UUID_LEN, false,
+												  TYPALIGN_CHAR));
+		if (ExecSavedInBuckets(&mark_sending_stmt, mark, NULL, false, 0, buckets) !=
+			SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "idemgate: unexpected claim result");
 		if (SPI_processed > 0)
 		{
