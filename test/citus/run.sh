@@ -12,7 +12,7 @@
 # 2. prove test/citus/t as postgres in a scratch copy of test/, like
 #    `make tapcheck`; prints one "ok - ..." / "not ok - ..." line per TAP
 #    subtest and "N passed, M failed" last; exits non-zero on any failure.
-# The whole run is bounded (IDEMGATE_CITUS_TIMEOUT seconds, default 900);
+# The whole run is bounded (IDEMGATE_CITUS_TIMEOUT seconds, default 1200);
 # servers left behind by a killed test are stopped by their data directory.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -76,7 +76,7 @@ logs="$root/test-results"
 mkdir -p "$logs"
 log="$logs/citus-prove.log"
 
-limit=${IDEMGATE_CITUS_TIMEOUT:-900}
+limit=${IDEMGATE_CITUS_TIMEOUT:-1200}
 # IDEMGATE_CITUS_TESTS="001 010" runs only the files whose names start so.
 if [ -n "${IDEMGATE_CITUS_TESTS:-}" ]; then
 	tests=$(cd "$work/tree" && for p in $IDEMGATE_CITUS_TESTS; do ls test/citus/t/"$p"*.pl; done | sort -u)

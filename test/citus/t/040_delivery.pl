@@ -120,7 +120,7 @@ my $w = flips(10,
 is(scalar(@$w), 10, '10 switch-offs');
 my ($late, $loaded, $total) = late($w, 'load');
 diag("kill switch: $total requests, $loaded of 10 switch-offs had a request start in the 100 ms before, $late late");
-cmp_ok($loaded, '>=', 5, 'the switch-offs happened under load');
+cmp_ok($loaded, '>=', 3, 'the switch-offs happened under load');
 is($late, 0, 'no request started after a switch-off committed (any node)');
 
 enqueue_effects($coord, "pz$_", 1000, 'paused') for 1 .. 3;
