@@ -721,7 +721,8 @@ RoundWork(void *arg)
 			round->settled_gone = true;
 		}
 		/* Leases last at least 10 s: settling once a second is enough. */
-		if (GetCurrentTimestamp() >= next_settle)
+		/* On Citus each worker settles its own shards; the coordinator has none. */
+		if (GetCurrentTimestamp() >= next_settle && node_group != 0)
 		{
 			SettleExpiredLeases(NULL);
 			next_settle = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SETTLE_INTERVAL_MS);
@@ -1193,10 +1194,12 @@ IdemgateDispatcherMain(Datum main_arg)
 		}
 
 		/*
-		 * Housekeeping, by the first dispatcher only; on Citus by the
-		 * coordinator's (its scans visit every shard, docs/citus.md).
+		 * Housekeeping, by the first dispatcher only. On Citus
+		 * (docs/citus.md) each worker expires the approvals of its own
+		 * shards, and the coordinator completes settled runs (a read of
+		 * every shard); alerts and purge wait for Citus support.
 		 */
-		if (my_slot == 0 && node_group <= 0 && now >= next_housekeeping)
+		if (my_slot == 0 && now >= next_housekeeping)
 		{
 			bool		ok;
 
@@ -1206,12 +1209,14 @@ IdemgateDispatcherMain(Datum main_arg)
 			 * requests in flight. After a failure they pause a while.
 			 */
 			pgstat_report_activity(STATE_RUNNING, "idemgate dispatcher: housekeeping");
-			ok = RunIfExists("idemgate.expire_approvals()", &expire_approvals_stmt, 0,
-							 HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
+			ok = node_group == 0 ||	/* on Citus, each worker for its shards */
+				RunIfExists("idemgate.expire_approvals()", &expire_approvals_stmt, 0,
+							HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
 			StopIfPostmasterDied();
-			ok &= RunIfExists("idemgate.complete_settled_runs(integer)",
-							  &complete_settled_runs_stmt, IDEMGATE_SETTLED_RUNS_BATCH,
-							  HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
+			if (node_group <= 0)	/* it reads every shard: the coordinator's */
+				ok &= RunIfExists("idemgate.complete_settled_runs(integer)",
+								  &complete_settled_runs_stmt, IDEMGATE_SETTLED_RUNS_BATCH,
+								  HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
 			StopIfPostmasterDied();
 			/* Not on Citus yet: the alert views scan across shards (docs/citus.md). */
 			if (node_group < 0)
@@ -1247,8 +1252,7 @@ IdemgateDispatcherMain(Datum main_arg)
 			int			rc;
 
 			now = GetCurrentTimestamp();
-			sleep_ms = (long) ((Min(next_poll, my_slot == 0 && node_group <= 0 ?
-									 next_housekeeping : next_poll) - now) / 1000);
+			sleep_ms = (long) ((Min(next_poll, my_slot == 0 ? next_housekeeping : next_poll) - now) / 1000);
 			sleep_ms = Max(sleep_ms, 0);
 			if (n_waiting > 0)
 				sleep_ms = Min(sleep_ms, WAITING_POLL_MS);	/* rate-limited starts */
