@@ -33,7 +33,10 @@ ensure_citus() {
 	[ -f "$pglib/citus.so" ] && return 0
 	local tarball=${IDEMGATE_CITUS_TARBALL:-}
 	if [ -z "$tarball" ]; then
-		tarball=$(ls "$root"/../shared/citus/citus-*.tar.gz 2>/dev/null | sort | tail -1)
+		# beside the repository, or in this machine's shared folder (a CI
+		# clone may live elsewhere)
+		tarball=$(ls "$root"/../shared/citus/citus-*.tar.gz /work/shared/citus/citus-*.tar.gz \
+			2>/dev/null | sort | tail -1)
 	fi
 	[ -n "$tarball" ] && [ -f "$tarball" ] || skip "no citus.so in $pglib and no source tarball (set IDEMGATE_CITUS_TARBALL)"
 	[ "$(id -u)" -eq 0 ] || skip "citus.so missing and not root: cannot build $tarball"
