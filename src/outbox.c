@@ -106,26 +106,51 @@ static const ErrorClass error_classes[] = {
 	{NULL, FAIL_REJECT, false}
 };
 
-static SavedStatement claim_stmt = {
-	"WITH due AS ("
-	" SELECT o.effect_id FROM idemgate.outbox o"
-	" WHERE o.effect_type OPERATOR(pg_catalog.=) $1 AND o.state OPERATOR(pg_catalog.=) 'pending'"
-	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()/*@buckets o*/"
-	"   AND (SELECT r.state FROM idemgate.runs r"
-	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"
-	"       OPERATOR(pg_catalog.=) 'approved'"
-	" ORDER BY o.next_attempt_at"
-	" LIMIT $2"
+/* Due pending effects of type $1 (of approved runs), oldest first, $2 at most, locked. */
+#define DUE_OF_TYPE \
+	" SELECT o.effect_id FROM idemgate.outbox o" \
+	" WHERE o.effect_type OPERATOR(pg_catalog.=) $1 AND o.state OPERATOR(pg_catalog.=) 'pending'" \
+	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()/*@buckets o*/" \
+	"   AND (SELECT r.state FROM idemgate.runs r" \
+	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)" \
+	"       OPERATOR(pg_catalog.=) 'approved'" \
+	" ORDER BY o.next_attempt_at" \
+	" LIMIT $2" \
 	" FOR UPDATE OF o SKIP LOCKED"
-	")"
-	" UPDATE idemgate.outbox o"
-	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1,"
-	"     lease_owner = $3, lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) $4,"
+
+/* Lease them to $3 for $4. */
+#define LEASE_TO_PULLER \
+	" UPDATE idemgate.outbox o" \
+	" SET state = 'sending', attempts = o.attempts OPERATOR(pg_catalog.+) 1," \
+	"     lease_owner = $3, lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.+) $4," \
 	"     updated_at = pg_catalog.now()"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))/*@buckets o*/"
-	" RETURNING o.effect_id, o.idempotency_key, o.effect_type, o.target, o.payload,"
-	"           o.attempts, o.lease_owner",
+
+#define PULLED_COLUMNS \
+	" RETURNING o.effect_id, o.idempotency_key, o.effect_type, o.target, o.payload," \
+	"           o.attempts, o.lease_owner"
+
+static SavedStatement claim_stmt = {
+	"WITH due AS (" DUE_OF_TYPE ")"
+	LEASE_TO_PULLER
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
+	PULLED_COLUMNS,
 	4, {TEXTOID, INT4OID, UUIDOID, INTERVALOID}, GENERIC_PLAN
+};
+
+/*
+ * The claim on Citus, on one shard's buckets, in two statements of one
+ * transaction (as the dispatcher's, src/outbox_dispatch.c): as one, Citus
+ * ran the CTE as a subplan shipped through a connection.
+ */
+static SavedStatement due_of_type_stmt = {
+	DUE_OF_TYPE,
+	2, {TEXTOID, INT4OID}
+};
+static SavedStatement lease_to_puller_stmt = {
+	LEASE_TO_PULLER
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($5)/*@buckets o*/"
+	PULLED_COLUMNS,
+	5, {TEXTOID, INT4OID, UUIDOID, INTERVALOID, UUIDARRAYOID}
 };
 
 /*
@@ -678,14 +703,35 @@ ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner, Interva
 		List	   *sets = ShardBucketSets(SHARDS_SCAN);
 		int			n = list_length(sets);
 		int			left = batch;
+		int			start = next_shard;
 
 		for (int j = 0; j < n && left > 0; j++)
 		{
-			int			i = (next_shard + j) % n;
+			int			i = (start + j) % n;
+
+			Datum		buckets = PointerGetDatum(list_nth(sets, i));
+			Datum		lease_values[5];
+			Datum	   *ids;
+			uint64		n_due;
 
 			values[1] = Int32GetDatum(left);
-			if (ExecSavedInBuckets(&claim_stmt, values, NULL, false, 0,
-								   PointerGetDatum(list_nth(sets, i))) != SPI_OK_UPDATE_RETURNING)
+			if (ExecSavedInBuckets(&due_of_type_stmt, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
+				elog(ERROR, "could not claim effects");
+			n_due = SPI_processed;
+			if (n_due == 0)
+				continue;
+			ids = palloc(sizeof(Datum) * n_due);
+			for (uint64 r = 0; r < n_due; r++)
+			{
+				bool		isnull;
+
+				ids[r] = PointerGetDatum(DatumGetUUIDP(GetResultDatum(r, 1, &isnull)));
+			}
+			memcpy(lease_values, values, sizeof(Datum) * 4);
+			lease_values[4] = PointerGetDatum(construct_array(ids, (int) n_due, UUIDOID, UUID_LEN,
+															  false, TYPALIGN_CHAR));
+			if (ExecSavedInBuckets(&lease_to_puller_stmt, lease_values, NULL, false, 0, buckets) !=
+				SPI_OK_UPDATE_RETURNING)
 				elog(ERROR, "could not claim effects");
 			if (SPI_processed > 0)
 			{

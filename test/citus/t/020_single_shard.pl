@@ -183,7 +183,10 @@ for my $k (qw(s-5 s-6 s-7))
 }
 my %lease = map { split /\|/ } pull(
 	"SELECT effect_id || '|' || lease_owner FROM idemgate.claim_effects('pulled', 10)");
-ok(exists $lease{ $eff{'s-5'} } && exists $lease{ $eff{'s-6'} }, 'both pulled effects claimed');
+ok(exists $lease{ $eff{'s-5'} } && exists $lease{ $eff{'s-6'} }, 'both pulled effects claimed')
+  or diag('pulled: ' . join(', ', map { "$_=$lease{$_}" } sort keys %lease)
+	  . '; enqueued: ' . join(', ', map { "$_=" . ($eff{$_} // 'undef') } sort keys %eff)
+	  . '; outbox: ' . query($coord, "SELECT string_agg(effect_id || ' ' || state, ', ') FROM idemgate.outbox WHERE effect_type = 'pulled'"));
 
 my ($fe) = single('fail_effect (rejected)', "SELECT idemgate.fail_effect('$eff{'s-5'}', '$lease{ $eff{'s-5'} }', 'rejected', '400 bad request')");
 is($fe, 'failed', 'fail_effect rejected: failed');
