@@ -69,7 +69,6 @@
 #include "idemgate_limits.h"
 #include "distributed.h"
 #include "outbox.h"
-#include "outbox_dispatch.h"
 #include "shard_buckets.h"
 #include "runs.h"
 #include "spi_util.h"

@@ -19,6 +19,9 @@
 
 #include "events.h"
 
+/* Byte 7 of a dispatcher's lease owner (src/dispatcher_leases.c). */
+#define DISPATCHER_LEASE_MARKER 209	/* 0xD1 */
+
 /*
  * Effect types beginning with this are idemgate's own: no caller may
  * enqueue, request or register them (re-runs, src/rerun.c, are

@@ -12,8 +12,7 @@
 #include "datatype/timestamp.h"
 #include "utils/uuid.h"
 
-/* Byte 7 of a dispatcher's lease owner (src/dispatcher_leases.c). */
-#define DISPATCHER_LEASE_MARKER 209	/* 0xD1 */
+#include "outbox.h"
 
 /*
  * ClaimDueForDispatch marks up to limit due pending effects of approved
