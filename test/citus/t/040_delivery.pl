@@ -131,10 +131,13 @@ ok(poll_app($coord, "SELECT count(*) >= 100 FROM idemgate.outbox WHERE effect_ty
 	'delivery of the paused type under way');
 $w = flips(10,
 	"SELECT idemgate.pause_effect_type('paused', 'tester', 'barrier drill')",
-	"SELECT idemgate.resume_effect_type('paused', 'tester')", 1000);
+	"SELECT idemgate.resume_effect_type('paused', 'tester')", 3000);
 ($late, $loaded, $total) = late($w, 'paused');
 diag("type pause: $total requests, $loaded of 10 pauses had a request start in the 500 ms before, $late late");
-cmp_ok($loaded, '>=', 3, 'the pauses happened under load');
+# A worker's dispatcher sees a resume at its next poll (workers are not
+# woken at the coordinator's commit): sends of the type restart up to a
+# poll later, so fewer pauses than switch-offs fall among flowing sends.
+cmp_ok($loaded, '>=', 2, 'the pauses happened under load');
 is($late, 0, 'no request of the paused type started after the pause committed (any node)');
 
 ok(poll_app($coord, "SELECT count(*) = 6200 FROM idemgate.outbox WHERE state = 'completed'", 240),
