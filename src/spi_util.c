@@ -323,6 +323,46 @@ DistCursorOptions(const SavedStatement *stmt)
 }
 
 /*
+ * PrepareDistForm prepares and keeps a distributed form of a statement
+ * (see RoutedSql for n), with extra_type as its last parameter's type, or
+ * no extra parameter when extra_type is InvalidOid.
+ */
+static SPIPlanPtr
+PrepareDistForm(SavedStatement *stmt, int n, Oid extra_type)
+{
+	Oid			types[lengthof(stmt->argtypes) + 1];
+	int			nargs = stmt->nargs;
+	char	   *sql = RoutedSql(stmt->sql, n);
+	SPIPlanPtr	plan;
+
+	memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
+	if (OidIsValid(extra_type))
+		types[nargs++] = extra_type;
+	plan = SPI_prepare_cursor(sql, nargs, types, DistCursorOptions(stmt));
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	pfree(sql);
+	return plan;
+}
+
+/* WithExtraParam copies a call's parameters and appends value as the last. */
+static void
+WithExtraParam(const SavedStatement *stmt, Datum *values, const char *nulls,
+			   Datum value, Datum *rvalues, char *rnulls)
+{
+	for (int i = 0; i < stmt->nargs; i++)
+	{
+		rvalues[i] = values[i];
+		rnulls[i] = nulls ? nulls[i] : ' ';
+	}
+	rvalues[stmt->nargs] = value;
+	rnulls[stmt->nargs] = ' ';
+}
+
+/*
  * ExecSavedInBuckets runs a scan of the per-run tables on the shard whose
  * buckets are the int4[] buckets (its / *@buckets* / markers), or, when
  * buckets is 0 or the install is not distributed, as ExecSaved does.
@@ -338,29 +378,8 @@ ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,
 	if (buckets == (Datum) 0 || !IdemgateIsDistributed())
 		return ExecSaved(stmt, values, nulls, read_only, count);
 	if (stmt->shard_plan == NULL)
-	{
-		Oid			types[lengthof(stmt->argtypes) + 1];
-		char	   *sql = RoutedSql(stmt->sql, -n);
-		SPIPlanPtr	plan;
-
-		memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
-		types[stmt->nargs] = INT4ARRAYOID;
-		plan = SPI_prepare_cursor(sql, n, types, DistCursorOptions(stmt));
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		pfree(sql);
-		stmt->shard_plan = plan;
-	}
-	for (int i = 0; i < stmt->nargs; i++)
-	{
-		rvalues[i] = values[i];
-		rnulls[i] = nulls ? nulls[i] : ' ';
-	}
-	rvalues[stmt->nargs] = buckets;
-	rnulls[stmt->nargs] = ' ';
+		stmt->shard_plan = PrepareDistForm(stmt, -n, INT4ARRAYOID);
+	WithExtraParam(stmt, values, nulls, buckets, rvalues, rnulls);
 	return ExecPlan(stmt->sql, stmt->shard_plan, &stmt->shard_planned, 0,
 					rvalues, rnulls, read_only, count, InvalidSnapshot);
 }
@@ -382,17 +401,7 @@ ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
 	{
 		if (stmt->dist_any_plan == NULL)
 		{
-			char	   *sql = RoutedSql(stmt->sql, 0);
-			SPIPlanPtr	plan = SPI_prepare_cursor(sql, stmt->nargs, stmt->argtypes,
-												  DistCursorOptions(stmt));
-
-			if (plan == NULL)
-				elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-					 sql, SPI_result_code_string(SPI_result));
-			if (SPI_keepplan(plan) != 0)
-				elog(ERROR, "SPI_keepplan failed");
-			pfree(sql);
-			stmt->dist_any_plan = plan;
+			stmt->dist_any_plan = PrepareDistForm(stmt, 0, InvalidOid);
 			stmt->dist_any_planned = false;
 		}
 		return ExecPlan(stmt->sql, stmt->dist_any_plan, &stmt->dist_any_planned,
@@ -400,29 +409,10 @@ ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
 	}
 	if (stmt->dist_plan == NULL)
 	{
-		Oid			types[lengthof(stmt->argtypes) + 1];
-		char	   *sql = RoutedSql(stmt->sql, n);
-		SPIPlanPtr	plan;
-
-		memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
-		types[stmt->nargs] = INT4OID;
-		plan = SPI_prepare_cursor(sql, n, types, DistCursorOptions(stmt));
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		pfree(sql);
-		stmt->dist_plan = plan;
+		stmt->dist_plan = PrepareDistForm(stmt, n, INT4OID);
 		stmt->dist_planned = false;
 	}
-	for (int i = 0; i < stmt->nargs; i++)
-	{
-		rvalues[i] = values[i];
-		rnulls[i] = nulls ? nulls[i] : ' ';
-	}
-	rvalues[stmt->nargs] = Int32GetDatum(bucket);
-	rnulls[stmt->nargs] = ' ';
+	WithExtraParam(stmt, values, nulls, Int32GetDatum(bucket), rvalues, rnulls);
 	return ExecPlan(stmt->sql, stmt->dist_plan, &stmt->dist_planned, 0,
 					rvalues, rnulls, read_only, count, snapshot);
 }
