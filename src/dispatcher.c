@@ -152,6 +152,13 @@
 #define HOUSEKEEPING_BACKOFF_MS	10000
 /* How often a dispatcher settles expired leases (SettleExpiredLeases). */
 #define SETTLE_INTERVAL_MS	1000
+/*
+ * On Citus the alerts read every shard, some 16 statements across the
+ * cluster (about 0.3 s): the coordinator publishes them every 10 s, and,
+ * sending nothing itself, can give them longer than the per-second calls.
+ */
+#define DISTRIBUTED_ALERTS_MS			10000
+#define DISTRIBUTED_ALERTS_TIMEOUT_MS	10000
 #define PURGE_INTERVAL_MS	(SECS_PER_HOUR * 1000)
 /* The first purge runs this long after the dispatcher starts. */
 #define FIRST_PURGE_DELAY_MS	(SECS_PER_MINUTE * 1000)
@@ -1061,6 +1068,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	TimestampTz next_poll = 0;
 	TimestampTz next_housekeeping = 0;
 	TimestampTz next_purge = 0;
+	TimestampTz next_distributed_alerts = 0;
 	bool		woken = true;
 	bool		last_full = false;
 
@@ -1196,8 +1204,8 @@ IdemgateDispatcherMain(Datum main_arg)
 		/*
 		 * Housekeeping, by the first dispatcher only. On Citus
 		 * (docs/citus.md) each worker expires the approvals of its own
-		 * shards, and the coordinator completes settled runs (a read of
-		 * every shard); alerts and purge wait for Citus support.
+		 * shards; the coordinator completes settled runs, publishes the
+		 * alerts and purges (each a read of every shard).
 		 */
 		if (my_slot == 0 && now >= next_housekeeping)
 		{
@@ -1218,14 +1226,20 @@ IdemgateDispatcherMain(Datum main_arg)
 								  &complete_settled_runs_stmt, IDEMGATE_SETTLED_RUNS_BATCH,
 								  HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
 			StopIfPostmasterDied();
-			/* Not on Citus yet: the alert views scan across shards (docs/citus.md). */
 			if (node_group < 0)
 				ok &= RunIfExists("idemgate.publish_alerts()", &publish_alerts_stmt, 0,
 								  HOUSEKEEPING_TIMEOUT_MS, loop_cxt);
+			else if (node_group == 0 && now >= next_distributed_alerts)
+			{
+				/* On Citus, the coordinator's, which sends nothing. */
+				(void) RunIfExists("idemgate.publish_alerts()", &publish_alerts_stmt, 0,
+								   DISTRIBUTED_ALERTS_TIMEOUT_MS, loop_cxt);
+				next_distributed_alerts = TimestampTzPlusMilliseconds(now, DISTRIBUTED_ALERTS_MS);
+			}
 			StopIfPostmasterDied();
 			next_housekeeping = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 															ok ? HOUSEKEEPING_MS : HOUSEKEEPING_BACKOFF_MS);
-			if (IdemgateRetentionSecs > 0 && node_group < 0 && now >= next_purge)
+			if (IdemgateRetentionSecs > 0 && node_group <= 0 && now >= next_purge)
 			{
 				if (next_purge != 0)
 					(void) RunIfExists("idemgate.purge(interval)", &purge_stmt,

@@ -21,7 +21,9 @@
  * seconds, exhausted retries); RunMetricsInstalled() tells whether the
  * schema has that table yet (README.md, "Upgrading"). The figures are the
  * same as in metrics_stmt, type_metrics_stmt and run_metrics_stmt
- * (src/metrics.c): change them together. Both start with a comma.
+ * (src/metrics.c): change them together. Both start with a comma. On
+ * Citus purge runs them one shard at a time: each scan of a per-run table
+ * carries a / *@buckets* / marker (src/spi_util.c).
  */
 #define METRICS_ROLLUP_CTES \
 	", facts AS (" \
@@ -39,15 +41,15 @@
 	"  NULL::float8 AS wait" \
 	" FROM idemgate.events e JOIN doomed x ON e.idempotency_key = x.idempotency_key" \
 	" WHERE e.kind = ANY ('{recovered,duplicate,approval_decided,validation_recorded," \
-	"effects_enqueued,effect_failed}'::text[])" \
+	"effects_enqueued,effect_failed}'::text[])/*@buckets e*/" \
 	" UNION ALL" \
 	" SELECT r.created_at, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL" \
-	" FROM idemgate.runs r JOIN doomed x ON r.idempotency_key = x.idempotency_key" \
+	" FROM idemgate.runs r JOIN doomed x ON r.idempotency_key = x.idempotency_key/*@buckets r*/" \
 	" UNION ALL" \
 	" SELECT a.consumed_at, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0," \
 	"  pg_catalog.date_part('epoch', a.consumed_at - a.created_at)" \
 	" FROM idemgate.approvals a JOIN doomed x ON a.idempotency_key = x.idempotency_key" \
-	" WHERE a.consumed_at IS NOT NULL AND a.decision IN ('approve', 'reject')" \
+	" WHERE a.consumed_at IS NOT NULL AND a.decision IN ('approve', 'reject')/*@buckets a*/" \
 	"), rolled AS (" \
 	" INSERT INTO idemgate.metrics_rollup AS m (hour, first_at, last_at, claimed, duplicates," \
 	"   recovered, approvals_decided, human_approved, validations, invalid, auto_approved," \
@@ -75,10 +77,10 @@
 	" INSERT INTO idemgate.effect_type_rollup AS r (effect_type, completed, failed)" \
 	" SELECT o.effect_type, pg_catalog.count(*) FILTER (WHERE o.state = 'completed')," \
 	"  COALESCE(pg_catalog.sum(df.n), 0)" \
-	" FROM idemgate.outbox o JOIN doomed x ON o.idempotency_key = x.idempotency_key" \
+	" FROM idemgate.outbox o JOIN doomed x ON o.idempotency_key = x.idempotency_key/*@buckets o*/" \
 	" LEFT JOIN (SELECT e.effect_id, pg_catalog.count(*) AS n" \
 	"   FROM idemgate.events e JOIN doomed y ON e.idempotency_key = y.idempotency_key" \
-	"   WHERE e.kind = 'effect_failed' AND e.details ->> 'new_state' = 'failed'" \
+	"   WHERE e.kind = 'effect_failed' AND e.details ->> 'new_state' = 'failed'/*@buckets e*/" \
 	"   GROUP BY e.effect_id) df ON df.effect_id = o.effect_id" \
 	" GROUP BY o.effect_type" \
 	" ON CONFLICT (effect_type) DO UPDATE SET" \
@@ -93,7 +95,7 @@
 	"  COALESCE((e.details -> 'info' ->> 'retry_exhausted')::boolean, false)::int AS exhausted" \
 	" FROM idemgate.events e JOIN doomed x ON e.idempotency_key = x.idempotency_key" \
 	" WHERE e.kind = ANY ('{state_changed,effects_enqueued,approval_requested}'::text[])" \
-	"   AND e.details ? 'processing_ms'" \
+	"   AND e.details ? 'processing_ms'/*@buckets e*/" \
 	"), run_rolled AS (" \
 	" INSERT INTO idemgate.run_metrics_rollup AS m (hour, workflow, first_at, last_at," \
 	"   processing_seconds, retry_exhausted)" \

@@ -45,6 +45,11 @@
  * almost nothing per claim, and created_at never changes, so it never
  * makes an update of a run a non-HOT one.
  *
+ * On Citus (docs/citus.md) the same two statements run one shard at a
+ * time, each sent to that shard (the / *@buckets* / markers): the worker
+ * takes each statement's snapshot when it starts, after the locks, in
+ * READ COMMITTED, so purge refuses a transaction that uses one snapshot.
+ *
  * Open dead letters stay until an operator calls purge_dead_letters.
  * Events without a key (operator actions such as kill switch changes,
  * endpoint registrations, grants, purges) are the operators' audit trail and
@@ -54,6 +59,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -65,6 +71,7 @@
 #include "distributed.h"
 #include "events.h"
 #include "metrics.h"
+#include "shard_buckets.h"
 #include "spi_util.h"
 #include "idemgate_limits.h"
 
@@ -80,11 +87,12 @@ static SavedStatement doomed_stmt = {
 	"SELECT r.idempotency_key FROM idemgate.runs r"
 	" WHERE r.state IN ('completed', 'failed_terminal')"
 	"   AND r.updated_at < pg_catalog.now() - $1"
-	"   AND r.created_at < pg_catalog.now() - $1"	/* implied; see the note */
+	"   AND r.created_at < pg_catalog.now() - $1/*@buckets r*/"	/* implied; see the note */
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.dead_letters d"
-	"                   WHERE d.idempotency_key = r.idempotency_key AND d.reinjected_at IS NULL)"
+	"                   WHERE d.idempotency_key = r.idempotency_key/*@buckets d*/"
+	"                     AND d.reinjected_at IS NULL)"
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
-	"                   WHERE o.idempotency_key = r.idempotency_key"
+	"                   WHERE o.idempotency_key = r.idempotency_key/*@buckets o*/"
 	"                     AND o.state NOT IN ('completed', 'failed', 'cancelled'))"
 	" FOR UPDATE OF r SKIP LOCKED",
 	1, {INTERVALOID}
@@ -98,19 +106,19 @@ static SavedStatement doomed_stmt = {
 #define PURGE_DELETES \
 	", ev AS (" \
 	" DELETE FROM idemgate.events e USING doomed x" \
-	" WHERE e.idempotency_key = x.idempotency_key RETURNING 1" \
+	" WHERE e.idempotency_key = x.idempotency_key/*@buckets e*/ RETURNING 1" \
 	"), dl AS (" \
 	" DELETE FROM idemgate.dead_letters d USING doomed x" \
-	" WHERE d.idempotency_key = x.idempotency_key RETURNING 1" \
+	" WHERE d.idempotency_key = x.idempotency_key/*@buckets d*/ RETURNING 1" \
 	"), ap AS (" \
 	" DELETE FROM idemgate.approvals a USING doomed x" \
-	" WHERE a.idempotency_key = x.idempotency_key RETURNING 1" \
+	" WHERE a.idempotency_key = x.idempotency_key/*@buckets a*/ RETURNING 1" \
 	"), ob AS (" \
 	" DELETE FROM idemgate.outbox o USING doomed x" \
-	" WHERE o.idempotency_key = x.idempotency_key RETURNING 1" \
+	" WHERE o.idempotency_key = x.idempotency_key/*@buckets o*/ RETURNING 1" \
 	"), ru AS (" \
 	" DELETE FROM idemgate.runs r USING doomed x" \
-	" WHERE r.idempotency_key = x.idempotency_key RETURNING 1" \
+	" WHERE r.idempotency_key = x.idempotency_key/*@buckets r*/ RETURNING 1" \
 	")" \
 	" SELECT (SELECT pg_catalog.count(*) FROM ru), (SELECT pg_catalog.count(*) FROM ev)," \
 	"        (SELECT pg_catalog.count(*) FROM ap), (SELECT pg_catalog.count(*) FROM ob)," \
@@ -161,51 +169,82 @@ ActorName(void)
 }
 
 /*
+ * PurgeRuns purges the finished runs older than older_than among buckets
+ * (an int4[] of one shard's buckets on Citus; 0: every run), adding what
+ * it deleted to counts (runs, events, approvals, effects, dead letters).
+ * Two statements, the second in a snapshot taken after the first's locks
+ * (see the note). On Citus both go to the one shard, whose worker takes
+ * each statement's snapshot when it starts (READ COMMITTED, checked by
+ * the caller).
+ */
+static void
+PurgeRuns(Interval *older_than, Datum buckets, int64 *counts)
+{
+	SavedStatement *stmt = RunMetricsInstalled() ? &purge_stmt : &purge_stmt_11;
+	Datum		values[1];
+	uint64		n;
+	Datum	   *keys;
+	int			rc;
+
+	values[0] = IntervalPGetDatum(older_than);
+	if (ExecSavedInBuckets(&doomed_stmt, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
+		elog(ERROR, "purge could not lock its runs");
+	n = SPI_processed;
+	if (n == 0)
+		return;
+	keys = palloc(sizeof(Datum) * n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		keys[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
+	}
+	values[0] = PointerGetDatum(construct_array(keys, (int) n, TEXTOID, -1, false,
+												TYPALIGN_INT));
+	if (buckets != (Datum) 0)
+		rc = ExecSavedInBuckets(stmt, values, NULL, false, 0, buckets);
+	else
+		rc = ExecSavedLatest(stmt, values, NULL, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "purge statement failed");
+	for (int i = 0; i < 5; i++)
+	{
+		bool		isnull;
+
+		counts[i] += DatumGetInt64(GetResultDatum(0, i + 1, &isnull));
+	}
+}
+
+/*
  * idemgate_purge implements purge(older_than): deletes finished runs last
  * changed more than older_than ago with everything that belongs to them;
  * returns the number of runs deleted. Writes a purged event every time.
+ * On Citus it purges one shard at a time (src/shard_buckets.c).
  */
 Datum
 idemgate_purge(PG_FUNCTION_ARGS)
 {
 	Interval   *older_than = OlderThanArg(fcinfo);
-	Datum		values[1];
 	int64		counts[5];
 	EventDetails details;
 
-	if (IdemgateIsDistributed())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("idemgate.purge is not available on a distributed install yet"),
-				 errdetail("Its deletes and rollups span shards and reference tables in one statement."),
-				 errhint("See docs/citus.md, \"Limits\"; purge_dead_letters works.")));
-	ConnectSPI();
-	values[0] = IntervalPGetDatum(older_than);
-	if (ExecSaved(&doomed_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "purge could not lock its runs");
 	memset(counts, 0, sizeof(counts));
-	if (SPI_processed > 0)
+	ConnectSPI();
+	if (IdemgateIsDistributed())
 	{
-		uint64		n = SPI_processed;
-		Datum	   *keys = palloc(sizeof(Datum) * n);
+		ListCell   *lc;
 
-		for (uint64 i = 0; i < n; i++)
-		{
-			bool		isnull;
-
-			keys[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
-		}
-		values[0] = PointerGetDatum(construct_array(keys, (int) n, TEXTOID, -1, false,
-													TYPALIGN_INT));
-		if (ExecSavedLatest(RunMetricsInstalled() ? &purge_stmt : &purge_stmt_11, values, NULL, 0) != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "purge statement failed");
-		for (int i = 0; i < 5; i++)
-		{
-			bool		isnull;
-
-			counts[i] = DatumGetInt64(GetResultDatum(0, i + 1, &isnull));
-		}
+		if (IsolationUsesXactSnapshot())
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("idemgate.purge on a distributed install runs in READ COMMITTED"),
+					 errdetail("Each worker reads a shard in the snapshot of its transaction, taken before purge locks the runs."),
+					 errhint("Call it outside a REPEATABLE READ or SERIALIZABLE transaction.")));
+		foreach(lc, ShardBucketSets(SHARDS_SCAN))
+			PurgeRuns(older_than, PointerGetDatum(lfirst(lc)), counts);
 	}
+	else
+		PurgeRuns(older_than, (Datum) 0, counts);
 
 	DetailsInit(&details);
 	DetailsInt(&details, "runs", counts[0]);

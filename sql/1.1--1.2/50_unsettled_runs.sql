@@ -53,8 +53,107 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
 -- src/idemgate_limits.h), in its message and in the new column keys. The
 -- silence check keeps the predicate of events_claim_workflow_idx.
 -- Whoever redefines this view later: start from this file's definition.
+-- The three parts of the alerts that read per-run tables in ways Citus
+-- cannot run across shards (a recursive skip scan, look-ups per type, per
+-- workflow and per run) are functions, each run once per read of the
+-- view: standard SQL bodies, parsed here like a view's, with the plans the
+-- view had. They read the tables as their owner, as the view does, so a
+-- reader needs EXECUTE on them (the reader bundle). idemgate.distribute()
+-- points each at its distributed version
+-- (sql/1.1--1.2/62_distributed_alerts.sql).
+
+-- Per effect type with pending effects: those due for longer than
+-- stuck_after and, unless here (a dispatcher serves this database), the
+-- HTTP ones due for longer than missing_after. The types come from a skip
+-- scan of the partial index outbox_due_idx (effect_type, next_attempt_at)
+-- WHERE pending, so that publish_alerts (every second) never reads a
+-- healthy backlog row by row: each type costs an index range of its old
+-- rows only. Effects are pending only once their run was approved; one
+-- whose run was failed since is never sent either, so it counts as stuck
+-- too (cancel_effect it).
+CREATE FUNCTION idemgate.alert_pending_types(stuck_after interval, missing_after interval, here boolean)
+RETURNS TABLE(effect_type text, stuck bigint, stuck_since timestamptz,
+              overdue bigint, overdue_since timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+WITH RECURSIVE ptypes(effect_type) AS (
+    (SELECT o.effect_type FROM idemgate.outbox o
+      WHERE o.state = 'pending' ORDER BY o.effect_type LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.effect_type FROM idemgate.outbox o
+             WHERE o.state = 'pending' AND o.effect_type > p.effect_type
+             ORDER BY o.effect_type LIMIT 1)
+      FROM ptypes p WHERE p.effect_type IS NOT NULL
+)
+SELECT p.effect_type, st.stuck, st.stuck_since, ov.overdue, ov.overdue_since
+  FROM ptypes p
+  CROSS JOIN LATERAL (
+      SELECT pg_catalog.count(*) AS stuck, pg_catalog.min(o.next_attempt_at) AS stuck_since
+        FROM idemgate.outbox o
+       WHERE o.state = 'pending' AND o.effect_type = p.effect_type
+         AND o.next_attempt_at < pg_catalog.now() - alert_pending_types.stuck_after) st
+  CROSS JOIN LATERAL (
+      SELECT pg_catalog.count(*) AS overdue, pg_catalog.min(o.next_attempt_at) AS overdue_since
+        FROM idemgate.outbox o
+       WHERE NOT alert_pending_types.here
+         AND EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type)
+         AND o.state = 'pending' AND o.effect_type = p.effect_type
+         AND o.next_attempt_at <= pg_catalog.now() - alert_pending_types.missing_after) ov
+ WHERE p.effect_type IS NOT NULL;
+END;
+REVOKE ALL ON FUNCTION idemgate.alert_pending_types(interval, interval, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION idemgate.alert_pending_types(interval, interval, boolean) IS
+'Part of idemgate.alert_instances: per effect type, pending effects due for longer than stuck_after, and (unless here) HTTP effects due for longer than missing_after';
+
+-- Per watched workflow: when it was last seen (registered, claimed, or a
+-- duplicate or recovery of one of its runs).
+CREATE FUNCTION idemgate.alert_watched_workflows()
+RETURNS TABLE(workflow text, expected_interval interval, last_seen timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+SELECT w.workflow, w.expected_interval,
+       GREATEST(w.created_at,
+                (SELECT pg_catalog.max(r.created_at) FROM idemgate.runs r
+                  WHERE r.workflow = w.workflow),
+                (SELECT pg_catalog.max(e.at) FROM idemgate.events e
+                  WHERE e.kind IN ('recovered', 'duplicate')
+                    AND (e.details OPERATOR(pg_catalog.->>) 'workflow') = w.workflow))
+  FROM idemgate.watched_workflows w;
+END;
+REVOKE ALL ON FUNCTION idemgate.alert_watched_workflows() FROM PUBLIC;
+COMMENT ON FUNCTION idemgate.alert_watched_workflows() IS
+'Part of idemgate.alert_instances: each watched workflow and when it was last seen';
+
+-- Runs approved with every effect settled (completed or cancelled), and
+-- when the last was settled. It looks at the 1000 runs approved last, at
+-- least a minute ago (IDEMGATE_UNSETTLED_ALERT_RUNS, a range of
+-- runs_open_idx): each costs a look-up of its effects, and the runs
+-- waiting for deliveries or people (a backlog, unknown or failed effects)
+-- can be many; complete_settled_runs() looks at all of them.
+CREATE FUNCTION idemgate.alert_unsettled_runs()
+RETURNS TABLE(workflow text, idempotency_key text, settled_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+SELECT a.workflow, a.idempotency_key,
+       COALESCE((SELECT pg_catalog.max(o.updated_at) FROM idemgate.outbox o
+                  WHERE o.idempotency_key = a.idempotency_key), a.updated_at)
+  FROM (SELECT r.workflow, r.idempotency_key, r.updated_at
+          FROM idemgate.runs r
+         WHERE r.state = 'approved' AND r.updated_at < pg_catalog.now() - interval '1 minute'
+         ORDER BY r.updated_at DESC
+         LIMIT 1000) a
+ -- a probe per run that stops at its first open effect
+ WHERE (SELECT o.effect_id FROM idemgate.outbox o
+         WHERE o.idempotency_key = a.idempotency_key
+           AND o.state <> ALL ('{completed,cancelled}'::text[])
+         LIMIT 1) IS NULL;
+END;
+REVOKE ALL ON FUNCTION idemgate.alert_unsettled_runs() FROM PUBLIC;
+COMMENT ON FUNCTION idemgate.alert_unsettled_runs() IS
+'Part of idemgate.alert_instances: runs approved at least a minute ago (the last 1000) whose effects are all completed or cancelled, and when the last was settled';
+
 CREATE OR REPLACE VIEW idemgate.alert_instances AS
-WITH RECURSIVE settings AS (
+WITH settings AS (
     SELECT COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_failures', true), '')::bigint,
                     10) AS max_failures,
            COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_stuck_after', true), '')::interval,
@@ -103,15 +202,9 @@ WITH RECURSIVE settings AS (
      WHERE o.state = 'unknown'
      GROUP BY o.effect_type
 ), watched AS (
-    SELECT w.workflow, w.expected_interval,
-           GREATEST(w.created_at,
-                    (SELECT pg_catalog.max(r.created_at) FROM idemgate.runs r
-                      WHERE r.workflow = w.workflow),
-                    (SELECT pg_catalog.max(e.at) FROM idemgate.events e
-                      WHERE e.kind IN ('recovered', 'duplicate')
-                        AND (e.details OPERATOR(pg_catalog.->>) 'workflow') = w.workflow)) AS last_seen,
+    SELECT w.workflow, w.expected_interval, w.last_seen,
            pg_catalog.date_part('epoch', w.expected_interval)::bigint AS secs
-      FROM idemgate.watched_workflows w
+      FROM idemgate.alert_watched_workflows() w
 ), switch AS (
     SELECT c.actions_enabled AND s.setting_enabled AS enabled, c.actions_enabled AS row_enabled,
            s.setting_enabled, c.changed_at, c.changed_by, c.reason
@@ -123,41 +216,15 @@ WITH RECURSIVE settings AS (
                     WHERE ds.database = pg_catalog.current_database()) AS here,
            (SELECT pg_catalog.string_agg(DISTINCT ds.database, ', ')
               FROM idemgate.node_dispatcher_status() ds) AS databases
-), ptypes(effect_type) AS (
-    -- The effect types with pending effects: a skip scan of the partial
-    -- index outbox_due_idx (effect_type, next_attempt_at) WHERE pending, so
-    -- that publish_alerts (every second) never reads a healthy backlog row
-    -- by row: below, each type costs an index range of its old rows only.
-    (SELECT o.effect_type FROM idemgate.outbox o
-      WHERE o.state = 'pending' ORDER BY o.effect_type LIMIT 1)
-    UNION ALL
-    SELECT (SELECT o.effect_type FROM idemgate.outbox o
-             WHERE o.state = 'pending' AND o.effect_type > p.effect_type
-             ORDER BY o.effect_type LIMIT 1)
-      FROM ptypes p WHERE p.effect_type IS NOT NULL
 ), due AS (
     -- Per type: pending effects due for longer than the stuck threshold
     -- and, where no dispatcher serves this database, HTTP effects due for
-    -- longer than the dispatcher_missing threshold. Effects are pending
-    -- only once their run was approved; one whose run was failed since is
-    -- never sent either, so it counts as stuck too (cancel_effect it).
-    SELECT p.effect_type, st.stuck, st.stuck_since, ov.overdue, ov.overdue_since,
+    -- longer than the dispatcher_missing threshold (alert_pending_types).
+    SELECT p.effect_type, p.stuck, p.stuck_since, p.overdue, p.overdue_since,
            EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type) AS http,
            EXISTS (SELECT 1 FROM idemgate.paused_effect_types pt WHERE pt.effect_type = p.effect_type) AS paused
-      FROM ptypes p CROSS JOIN settings s CROSS JOIN served sv
-      CROSS JOIN LATERAL (
-          SELECT pg_catalog.count(*) AS stuck, pg_catalog.min(o.next_attempt_at) AS stuck_since
-            FROM idemgate.outbox o
-           WHERE o.state = 'pending' AND o.effect_type = p.effect_type
-             AND o.next_attempt_at < pg_catalog.now() - s.stuck_after) st
-      CROSS JOIN LATERAL (
-          SELECT pg_catalog.count(*) AS overdue, pg_catalog.min(o.next_attempt_at) AS overdue_since
-            FROM idemgate.outbox o
-           WHERE NOT sv.here
-             AND EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type)
-             AND o.state = 'pending' AND o.effect_type = p.effect_type
-             AND o.next_attempt_at <= pg_catalog.now() - s.missing_after) ov
-     WHERE p.effect_type IS NOT NULL
+      FROM settings s CROSS JOIN served sv
+      CROSS JOIN LATERAL idemgate.alert_pending_types(s.stuck_after, s.missing_after, sv.here) p
 ), missing AS (
     SELECT pg_catalog.sum(d.overdue)::bigint AS n, pg_catalog.min(d.overdue_since) AS since,
            sv.databases AS served,
@@ -230,31 +297,22 @@ WITH RECURSIVE settings AS (
     -- settled. Such a run should have completed with its last effect
     -- (docs/outbox.md, "Completing a run"), and the dispatcher's
     -- complete_settled_runs() completes any it finds, so this fires where
-    -- no dispatcher does (or it fails). It looks at the 1000 runs approved
-    -- last, at least a minute ago (IDEMGATE_UNSETTLED_ALERT_RUNS, a range
-    -- of runs_open_idx): each costs a look-up of its effects, and the runs
-    -- waiting for deliveries or people (a backlog, unknown or failed
-    -- effects) can be many; complete_settled_runs() looks at all of them.
+    -- no dispatcher does (or it fails); alert_unsettled_runs() finds them.
     SELECT u.workflow, pg_catalog.count(*) AS n, pg_catalog.min(u.settled_at) AS since,
            (pg_catalog.array_agg(CASE WHEN pg_catalog.char_length(u.idempotency_key) > 64
                                       THEN pg_catalog.left(u.idempotency_key, 61) || '...'
                                       ELSE u.idempotency_key END
                                  ORDER BY u.settled_at, u.idempotency_key))[1:3] AS keys
-      FROM (SELECT a.workflow, a.idempotency_key,
-                   COALESCE((SELECT pg_catalog.max(o.updated_at) FROM idemgate.outbox o
-                              WHERE o.idempotency_key = a.idempotency_key), a.updated_at) AS settled_at
-              FROM (SELECT r.workflow, r.idempotency_key, r.updated_at
-                      FROM idemgate.runs r
-                     WHERE r.state = 'approved' AND r.updated_at < pg_catalog.now() - interval '1 minute'
-                     ORDER BY r.updated_at DESC
-                     LIMIT 1000) a
-             -- a probe per run that stops at its first open effect
-             WHERE (SELECT o.effect_id FROM idemgate.outbox o
-                     WHERE o.idempotency_key = a.idempotency_key
-                       AND o.state <> ALL ('{completed,cancelled}'::text[])
-                     LIMIT 1) IS NULL) u
+      FROM idemgate.alert_unsettled_runs() u
      WHERE u.settled_at < pg_catalog.now() - interval '1 minute'
      GROUP BY u.workflow
+), paused_pending AS (
+    -- Pending effects of each paused type: index ranges of outbox_due_idx.
+    SELECT o.effect_type, pg_catalog.count(*) AS n
+      FROM idemgate.outbox o
+     WHERE o.state = 'pending'
+       AND o.effect_type = ANY (ARRAY(SELECT pt.effect_type FROM idemgate.paused_effect_types pt))
+     GROUP BY o.effect_type
 ), raised AS (
     SELECT 'failure_rate'::text AS alert,
            CASE f.what WHEN 'effect' THEN 'effect_type:' || f.grp
@@ -332,13 +390,11 @@ WITH RECURSIVE settings AS (
     UNION ALL
     SELECT 'type_paused', 'effect_type:' || p.effect_type, 'info',
            'effect type ' || p.effect_type || ' paused',
-           ' (' || (SELECT pg_catalog.count(*) FROM idemgate.outbox o
-                     WHERE o.effect_type = p.effect_type AND o.state = 'pending')::text
+           ' (' || COALESCE(pp.n, 0)::text
              || ' pending; by ' || p.paused_by || ': ' || p.reason || ')',
-           (SELECT pg_catalog.count(*) FROM idemgate.outbox o
-             WHERE o.effect_type = p.effect_type AND o.state = 'pending'),
-           p.paused_at, NULL
+           COALESCE(pp.n, 0), p.paused_at, NULL
       FROM idemgate.paused_effect_types p
+      LEFT JOIN paused_pending pp ON pp.effect_type = p.effect_type
     UNION ALL
     SELECT 'stalled_runs', COALESCE('workflow:' || t.workflow, 'no_workflow'), 'warning',
            CASE WHEN t.n = 1 THEN 'run ' || t.keys[1] ELSE t.n::text || ' runs' END
@@ -404,6 +460,14 @@ SELECT r.alert, r.subject, r.severity,
          || r.suffix AS message,
        r.count, r.since, r.keys
   FROM raised r;
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('operator', 'idemgate.alert_pending_types(interval,interval,boolean)'),
+    ('operator', 'idemgate.alert_watched_workflows()'),
+    ('operator', 'idemgate.alert_unsettled_runs()'),
+    ('reader', 'idemgate.alert_pending_types(interval,interval,boolean)'),
+    ('reader', 'idemgate.alert_watched_workflows()'),
+    ('reader', 'idemgate.alert_unsettled_runs()');
 
 COMMENT ON VIEW idemgate.alert_instances IS
 'idemgate.alerts plus the subject (effect type, workflow or database) that identifies each alert and, for alerts about runs, their first keys; read by publish_alerts and prometheus()';

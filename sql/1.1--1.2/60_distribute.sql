@@ -180,6 +180,30 @@ BEGIN
     END IF;
   END LOOP;
 
+  -- The parts of the alerts Citus cannot run across shards read through
+  -- their distributed versions (sql/1.1--1.2/62_distributed_alerts.sql);
+  -- the view keeps the functions, whose bodies change.
+  EXECUTE $alerts$
+    CREATE OR REPLACE FUNCTION idemgate.alert_pending_types(stuck_after interval, missing_after interval,
+                                                            here boolean)
+    RETURNS TABLE(effect_type text, stuck bigint, stuck_since timestamptz,
+                  overdue bigint, overdue_since timestamptz)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    AS 'SELECT * FROM idemgate.distributed_alert_pending_types($1, $2, $3)'
+  $alerts$;
+  EXECUTE $alerts$
+    CREATE OR REPLACE FUNCTION idemgate.alert_watched_workflows()
+    RETURNS TABLE(workflow text, expected_interval interval, last_seen timestamptz)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    AS 'SELECT * FROM idemgate.distributed_alert_watched_workflows()'
+  $alerts$;
+  EXECUTE $alerts$
+    CREATE OR REPLACE FUNCTION idemgate.alert_unsettled_runs()
+    RETURNS TABLE(workflow text, idempotency_key text, settled_at timestamptz)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    AS 'SELECT * FROM idemgate.distributed_alert_unsettled_runs()'
+  $alerts$;
+
 END
 $$;
 REVOKE ALL ON FUNCTION idemgate.distribute(integer) FROM PUBLIC;
