@@ -44,6 +44,7 @@
 #include "utils/lsyscache.h"
 
 #include "args.h"
+#include "distributed.h"
 #include "events.h"
 #include "spi_util.h"
 
@@ -224,6 +225,24 @@ RoleArg(FunctionCallInfo fcinfo, int argno, Oid *roleid)
 	return quote_identifier(name);
 }
 
+/*
+ * SyncDistributedGrants: on Citus the shards and the workers get what the
+ * role now holds on the coordinator (sql/1.1--1.2/64_distributed_privileges.sql).
+ */
+static void
+SyncDistributedGrants(Oid roleid)
+{
+	Oid			argtypes[1] = {REGROLEOID};
+	Datum		values[1];
+
+	if (!IdemgateIsDistributed())
+		return;
+	values[0] = ObjectIdGetDatum(roleid);
+	if (SPI_execute_with_args("SELECT idemgate.distributed_sync_grants($1)", 1, argtypes,
+							  values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not give the shards the role's grants");
+}
+
 /* SerialiseGrants waits for other grant_role / revoke_role calls to commit. */
 static void
 SerialiseGrants(void)
@@ -254,6 +273,7 @@ idemgate_grant_role(PG_FUNCTION_ARGS)
 	values[2] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
 	if (ExecSaved(&record_grant_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record grant");
+	SyncDistributedGrants(roleid);
 	RecordRoleEvent("role_granted", GetUserNameFromId(roleid, false), bundle);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -292,6 +312,7 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 		ApplyBundles(remaining, role, true);
 	if (HandlesTokens(bundle) && !HoldsTokenBundle(roleid))
 		SetTokenQuietSettings(role, false);
+	SyncDistributedGrants(roleid);
 	RecordRoleEvent("role_revoked", GetUserNameFromId(roleid, false), bundle);
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -45,6 +45,7 @@ DECLARE
   t text;
   w record;
   v record;
+  r record;
   ddl text;
   worker_ddl text;
   def text;
@@ -203,6 +204,22 @@ BEGIN
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS 'SELECT * FROM idemgate.distributed_alert_unsettled_runs()'
   $alerts$;
+
+  -- Least privilege as on one node (64_distributed_privileges.sql): the
+  -- views of a bundle read as their owner, and each role already granted
+  -- a bundle gets its rights on the shards and the workers.
+  FOR r IN SELECT DISTINCT m.rel FROM idemgate.bundle_members m
+             JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) m.rel
+            WHERE c.relkind OPERATOR(pg_catalog.=) 'v'
+            ORDER BY 1 LOOP
+    PERFORM idemgate.distributed_wrap_view(r.rel);
+  END LOOP;
+  FOR r IN SELECT DISTINCT gb.role::pg_catalog.regrole AS role
+             FROM idemgate.granted_bundles gb
+             JOIN pg_catalog.pg_roles ro ON ro.oid OPERATOR(pg_catalog.=) gb.role::pg_catalog.oid
+            ORDER BY 1 LOOP
+    PERFORM idemgate.distributed_sync_grants(r.role);
+  END LOOP;
 
 END
 $$;

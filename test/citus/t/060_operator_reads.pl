@@ -14,6 +14,10 @@
 #      reference table) every 10 s: a pause appears there and goes away
 #      after the resume.
 #    - purge() in a REPEATABLE READ transaction is refused with 0A000.
+#    - Roles keep least privilege: readers and operators (granted before
+#      or after distribute()) read the alerts, effect_types, key_history,
+#      events, prometheus() ...; a reader still cannot read the outbox, a
+#      client reads none of it, a revoked reader nothing.
 use strict;
 use warnings;
 
@@ -23,8 +27,11 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $cl = citus_cluster('reads', distribute => 1);
+my $cl = citus_cluster('reads');
 my $coord = $cl->{coord};
+# A reader granted before distribute(), the others after.
+query($coord, q{CREATE ROLE early_reader LOGIN; SELECT idemgate.grant_role('early_reader', 'reader')});
+distribute($cl);
 my $single = plain_node('reads_single');
 
 # play($node, $file) → the script's output lines (it rolls itself back).
@@ -65,6 +72,44 @@ is_deeply(\@dist, \@one,
 my ($ret, $out, $err) = psql_result($coord,
 	"BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT idemgate.purge(interval '1 day');");
 like($err, qr/0A000.*READ COMMITTED/s, 'Citus: purge in REPEATABLE READ is refused (0A000)');
+
+# --- least privilege, as on one node --------------------------------------
+# Citus reads a view's tables as the querying role (citusdata/citus#1683);
+# distribute() makes the bundle views read as their owner, and grant_role
+# gives the workers the schema.
+query($coord, q{CREATE ROLE reads_reader LOGIN; SELECT idemgate.grant_role('reads_reader', 'reader');
+  CREATE ROLE reads_operator LOGIN; SELECT idemgate.grant_role('reads_operator', 'operator');
+  CREATE ROLE reads_client LOGIN; SELECT idemgate.grant_role('reads_client', 'client');
+  CREATE ROLE reads_gone LOGIN; SELECT idemgate.grant_role('reads_gone', 'reader');
+  SELECT idemgate.revoke_role('reads_gone', 'reader')});
+# can($role, $sql): 'ok' when the role may run $sql, else the error.
+sub can
+{
+	my ($role, $sql) = @_;
+	my $r = query($coord, "SET ROLE $role; $sql");
+	return $r =~ /^ERROR/ ? $r : 'ok';
+}
+my @reader_reads = ('SELECT count(*) FROM idemgate.alerts', 'SELECT count(*) FROM idemgate.effect_types',
+	"SELECT count(*) FROM idemgate.key_history WHERE idempotency_key = 'pm-1'",
+	'SELECT count(*) FROM idemgate.approval_status', 'SELECT count(*) FROM idemgate.events',
+	'SELECT count(*) FROM idemgate.dead_letters', 'SELECT length(idemgate.prometheus())',
+	'SELECT count(*) FROM idemgate.metrics()', 'SELECT count(*) FROM idemgate.dispatcher_status()');
+for my $role (qw(early_reader reads_reader reads_operator))
+{
+	is(can($role, $_), 'ok', "Citus: $role may $_") for @reader_reads;
+}
+is(can('reads_operator', 'SELECT count(*) FROM idemgate.outbox'), 'ok', 'Citus: the operator reads the outbox');
+like(can('reads_reader', 'SELECT count(*) FROM idemgate.outbox'), qr/permission denied for table outbox/,
+	'Citus: a reader still cannot read the outbox');
+like(can('reads_reader', 'SELECT count(*) FROM idemgate.distributed_alerts'), qr/permission denied/,
+	'Citus: nor the owner-only copy of the alerts view');
+like(can('reads_client', 'SELECT count(*) FROM idemgate.alerts'), qr/permission denied for view alerts/,
+	'Citus: a client may not read the alerts');
+like(can('reads_client', 'SELECT count(*) FROM idemgate.distributed_alerts_read()'),
+	qr/permission denied for function/, 'Citus: nor call the function the view reads through');
+is(can('reads_client', q{SELECT outcome FROM idemgate.claim('rc-1', '{}')}), 'ok', 'Citus: a client claims');
+like(can('reads_gone', 'SELECT count(*) FROM idemgate.events'), qr/permission denied/,
+	'Citus: a revoked reader reads nothing');
 
 # --- payload_mismatch ------------------------------------------------------
 query($coord, "SELECT outcome FROM idemgate.claim('pm-1', '{\"a\": 1}', workflow => 'pm-wf')");
