@@ -46,6 +46,7 @@
 #include "utils/timestamp.h"
 
 #include "args.h"
+#include "distributed.h"
 #include "events.h"
 #include "guc.h"
 #include "spi_util.h"
@@ -71,6 +72,24 @@ static SavedStatement unwatch_stmt = {
 
 static SavedStatement lock_state_stmt = {
 	"LOCK TABLE idemgate.alert_state IN SHARE ROW EXCLUSIVE MODE",
+	0, {InvalidOid}
+};
+
+/*
+ * On Citus every write of alert_state, a reference table, is a two-phase
+ * commit on every node, even one that changes no row (the compare-and-
+ * update's DELETE and INSERT). So there publish_alerts first asks, reading
+ * only, whether the alerts differ from alert_state, and writes nothing when
+ * they do not (docs/citus.md).
+ */
+static SavedStatement changed_stmt = {
+	"WITH cur AS MATERIALIZED ("
+	" SELECT alert, subject, severity, message, count, since, keys FROM idemgate.alert_instances"
+	"), old AS MATERIALIZED ("
+	" SELECT alert, subject, severity, message, count, since, keys FROM idemgate.alert_state"
+	")"
+	" SELECT EXISTS (SELECT * FROM cur EXCEPT SELECT * FROM old)"
+	"     OR EXISTS (SELECT * FROM old EXCEPT SELECT * FROM cur)",
 	0, {InvalidOid}
 };
 
@@ -217,6 +236,18 @@ idemgate_publish_alerts(PG_FUNCTION_ARGS)
 	Datum		details = BoolGetDatum(IdemgateAlertNotifyDetails);
 
 	ConnectSPI();
+	if (IdemgateIsDistributed())
+	{
+		bool		isnull;
+
+		if (ExecSaved(&changed_stmt, NULL, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not compare the alerts with idemgate.alert_state");
+		if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
+		{
+			SPI_finish();
+			PG_RETURN_INT32(0);
+		}
+	}
 	if (ExecSaved(&lock_state_stmt, NULL, NULL, false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not lock idemgate.alert_state");
 	if (ExecSaved(PublishStatement(), &details, NULL, false, 0) != SPI_OK_SELECT)

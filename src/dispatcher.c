@@ -398,21 +398,16 @@ QueueForRecording(Claimed *it)
 /* This node's Citus group (0: the coordinator), -1 on a single node. */
 static int	node_group = -1;
 
-/* ClaimEffects claims up to limit effects; the items go to started[]. */
+/*
+ * TakeClaimedRows turns the rows a claim statement just marked sending
+ * (SPI_tuptable) into items of batch arg, appended to started[] (a
+ * ClaimedRowsReader: on Citus it is called once per shard).
+ */
 static void
-ClaimEffects(int limit)
+TakeClaimedRows(void *arg)
 {
-	ClaimBatch *b;
-	MemoryContext bcxt;
-
-	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate claim batch",
-								 ALLOCSET_SMALL_SIZES);
-	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
-	b->cxt = bcxt;
-	claiming = b;
-	DispatcherLeaseOwner(&b->owner);	/* names this dispatcher and life */
-
-	ClaimDueForDispatch(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC));
+	ClaimBatch *b = (ClaimBatch *) arg;
+	MemoryContext bcxt = b->cxt;
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -473,6 +468,24 @@ ClaimEffects(int limit)
 		b->remaining++;
 		started[n_started++] = it;
 	}
+}
+
+/* ClaimEffects claims up to limit effects; the items go to started[]. */
+static void
+ClaimEffects(int limit)
+{
+	ClaimBatch *b;
+	MemoryContext bcxt;
+
+	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate claim batch",
+								 ALLOCSET_SMALL_SIZES);
+	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
+	b->cxt = bcxt;
+	claiming = b;
+	DispatcherLeaseOwner(&b->owner);	/* names this dispatcher and life */
+
+	ClaimDueForDispatch(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
+						TakeClaimedRows, b);
 	claiming = NULL;
 	if (b->remaining == 0)
 		MemoryContextDelete(bcxt);

@@ -148,7 +148,7 @@ static SavedStatement expire_gone_stmt = {
 	4, {BYTEAOID, INT4OID, INT4OID, INT4OID}
 };
 
-static void ClaimDueOnLocalShards(Datum *values);
+static uint64 ClaimDueOnLocalShards(Datum *values, int limit, ClaimedRowsReader take, void *arg);
 
 PG_FUNCTION_INFO_V1(idemgate_effect_envelope);
 
@@ -209,8 +209,9 @@ idemgate_effect_envelope(PG_FUNCTION_ARGS)
 }
 
 /* ClaimDueForDispatch runs the claim; see outbox_dispatch.h. */
-void
-ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin)
+uint64
+ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
+					ClaimedRowsReader take, void *arg)
 {
 	Datum		values[4];
 	int			rc;
@@ -225,38 +226,41 @@ ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin)
 	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
 										 SetEpochTimestamp()) / USECS_PER_SEC);
 	if (IdemgateIsDistributed())
-	{
-		ClaimDueOnLocalShards(values);
-		return;
-	}
+		return ClaimDueOnLocalShards(values, limit, take, arg);
 	rc = ExecSaved(&claim_stmt, values, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "idemgate: unexpected claim result %d", rc);
+	if (SPI_processed > 0)
+		take(arg);
+	return SPI_processed;
 }
 
 /*
  * ClaimDueOnLocalShards is the claim on Citus (docs/citus.md, "Delivery"):
- * each node delivers the effects stored on it, one shard per claim. The
- * shards are tried in turn from the one after the last that gave effects,
- * so none is starved; the first that gives effects is the result (a node
- * without shards, the coordinator, claims nothing).
+ * each node delivers the effects stored on it, claimed one shard at a time
+ * (two statements each, both sent to that shard) until limit effects are
+ * marked or every local shard was tried. The shards are tried in turn from
+ * the one after the last that gave effects, so none is starved. A node
+ * without shards, the coordinator, claims nothing.
  */
-static void
-ClaimDueOnLocalShards(Datum *values)
+static uint64
+ClaimDueOnLocalShards(Datum *values, int limit, ClaimedRowsReader take, void *arg)
 {
 	static int	next_shard = 0;
 	List	   *sets = ShardBucketSets(SHARDS_LOCAL);
 	int			n = list_length(sets);
+	int			first = next_shard;
+	uint64		claimed = 0;
 
-	for (int j = 0; j < n; j++)
+	for (int j = 0; j < n && claimed < (uint64) limit; j++)
 	{
-		int			i = (next_shard + j) % n;
-
+		int			i = (first + j) % n;
 		Datum		buckets = PointerGetDatum(list_nth(sets, i));
 		Datum	   *ids;
 		Datum		mark[5];
 		uint64		n_due;
 
+		values[0] = Int32GetDatum(limit - (int) claimed);
 		if (ExecSavedInBuckets(&due_ids_stmt, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
 			elog(ERROR, "idemgate: unexpected claim result");
 		n_due = SPI_processed;
@@ -277,12 +281,12 @@ ClaimDueOnLocalShards(Datum *values)
 			elog(ERROR, "idemgate: unexpected claim result");
 		if (SPI_processed > 0)
 		{
+			claimed += SPI_processed;
+			take(arg);
 			next_shard = i + 1;
-			return;
 		}
 	}
-	SPI_processed = 0;
-	SPI_tuptable = NULL;
+	return claimed;
 }
 
 /* GiveBackEffect returns a claimed, unsent effect; see outbox_dispatch.h. */

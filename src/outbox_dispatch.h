@@ -17,12 +17,15 @@
 /*
  * ClaimDueForDispatch marks up to limit due pending effects of approved
  * runs, of types with an endpoint and not paused, sending under owner for
- * the endpoint's timeout + margin. The rows are left in SPI_tuptable:
- * effect_id, attempts, url, timeout (ms), honors_idempotency_key,
- * provider_id_field, headers (text[] "Name: value"), body (text), effect
- * type, rate_limit, max_in_flight. Must be called inside SPI.
+ * the endpoint's timeout + margin. Each statement's rows are handed to
+ * take(arg) while in SPI_tuptable (once on a single node, once per shard
+ * that gave effects on Citus): effect_id, attempts, url, timeout (ms),
+ * honors_idempotency_key, provider_id_field, headers (text[] "Name:
+ * value"), body (text), effect type, rate_limit, max_in_flight. Returns
+ * how many were marked. Must be called inside SPI.
  */
-extern void ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin);
+extern uint64 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
+								  ClaimedRowsReader take, void *arg);
 
 /* GiveBackEffect: a claimed, unsent effect goes back to pending, attempt uncounted. */
 extern void GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner);

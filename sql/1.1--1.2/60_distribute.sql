@@ -184,26 +184,18 @@ BEGIN
   -- The parts of the alerts Citus cannot run across shards read through
   -- their distributed versions (sql/1.1--1.2/62_distributed_alerts.sql);
   -- the view keeps the functions, whose bodies change.
-  EXECUTE $alerts$
-    CREATE OR REPLACE FUNCTION idemgate.alert_pending_types(stuck_after interval, missing_after interval,
-                                                            here boolean)
-    RETURNS TABLE(effect_type text, stuck bigint, stuck_since timestamptz,
-                  overdue bigint, overdue_since timestamptz)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-    AS 'SELECT * FROM idemgate.distributed_alert_pending_types($1, $2, $3)'
-  $alerts$;
-  EXECUTE $alerts$
-    CREATE OR REPLACE FUNCTION idemgate.alert_watched_workflows()
-    RETURNS TABLE(workflow text, expected_interval interval, last_seen timestamptz)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-    AS 'SELECT * FROM idemgate.distributed_alert_watched_workflows()'
-  $alerts$;
-  EXECUTE $alerts$
-    CREATE OR REPLACE FUNCTION idemgate.alert_unsettled_runs()
-    RETURNS TABLE(workflow text, idempotency_key text, settled_at timestamptz)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-    AS 'SELECT * FROM idemgate.distributed_alert_unsettled_runs()'
-  $alerts$;
+  FOR r IN SELECT p.oid, p.proname, p.pronargs FROM pg_catalog.pg_proc p
+             WHERE p.pronamespace OPERATOR(pg_catalog.=) 'idemgate'::pg_catalog.regnamespace
+               AND p.proname OPERATOR(pg_catalog.=) ANY ('{alert_pending_types,alert_watched_workflows,alert_unsettled_runs}')
+             ORDER BY p.proname LOOP
+    EXECUTE pg_catalog.format(
+      'CREATE OR REPLACE FUNCTION idemgate.%I(%s) RETURNS %s LANGUAGE sql STABLE SECURITY DEFINER'
+      ' SET search_path = pg_catalog, pg_temp AS %L',
+      r.proname, pg_catalog.pg_get_function_arguments(r.oid), pg_catalog.pg_get_function_result(r.oid),
+      pg_catalog.format('SELECT * FROM idemgate.%I(%s)', 'distributed_' OPERATOR(pg_catalog.||) r.proname,
+                        (SELECT pg_catalog.string_agg('$' OPERATOR(pg_catalog.||) i, ', ')
+                           FROM pg_catalog.generate_series(1, r.pronargs) i)));
+  END LOOP;
 
   -- Least privilege as on one node (64_distributed_privileges.sql): the
   -- views of a bundle read as their owner, and each role already granted

@@ -72,8 +72,9 @@ SELECT 'type_metrics before|' || m::text FROM idemgate.effect_type_metrics() m
 
 SELECT 'purged|' || idemgate.purge(interval '1 day');
 
+-- (this purge's event: a dispatcher purges too, by idemgate.retention)
 SELECT 'purged event|' || (details - 'older_than')::text FROM idemgate.events
- WHERE kind = 'purged' ORDER BY at DESC, id DESC LIMIT 1;
+ WHERE kind = 'purged' AND details ->> 'older_than' = '1 day' ORDER BY at DESC, id DESC LIMIT 1;
 SELECT 'left runs|' || string_agg(idempotency_key, ',' ORDER BY idempotency_key) FROM idemgate.runs
  WHERE idempotency_key LIKE 'ph-%';
 SELECT 'left rows|' || (SELECT count(*) FROM idemgate.events WHERE idempotency_key LIKE 'ph-%')
