@@ -131,14 +131,10 @@ ok(poll_app($coord, "SELECT count(*) >= 100 FROM idemgate.outbox WHERE effect_ty
 	'delivery of the paused type under way');
 $w = flips(10,
 	"SELECT idemgate.pause_effect_type('paused', 'tester', 'barrier drill')",
-	"SELECT idemgate.resume_effect_type('paused', 'tester')", 3000);
+	"SELECT idemgate.resume_effect_type('paused', 'tester')");
 ($late, $loaded, $total) = late($w, 'paused');
 diag("type pause: $total requests, $loaded of 10 pauses had a request start in the 500 ms before, $late late");
-# Sends of a type restart slowly after a resume on Citus (docs/citus.md,
-# "Limits": 1-2 of 10 pauses fell among flowing sends, against 5-7 of 10
-# switch-offs): how many did is said, not required. The barrier itself is
-# the same code as the kill switch's, whose test above requires load.
-diag("pauses among flowing sends: $loaded of 10");
+cmp_ok($loaded, '>=', 3, 'the pauses happened under load');
 cmp_ok($total, '>', 0, 'the paused type was being delivered around the pauses');
 is($late, 0, 'no request of the paused type started after the pause committed (any node)');
 
