@@ -8,7 +8,8 @@
 --     idemgate.distributed_<view>_read(), and the view becomes a read of
 --     that function: the same columns, the same grants, nothing more to
 --     grant. A filter on such a view applies after it has read every
---     shard.
+--     shard. A later version that redefines one of these views must, on
+--     a distributed install, redefine its copy instead.
 --   - Citus passes GRANTs on idemgate's tables on to their shards (and
 --     shards copy their table's grants when they are made), but not USAGE
 --     on the extension's schema: distributed_sync_grants(role) gives the
