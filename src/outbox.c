@@ -697,53 +697,64 @@ ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner, Interva
 	values[3] = IntervalPGetDatum(lease);
 	if (IdemgateIsDistributed())
 	{
-		/* On Citus one shard per statement, starting after the last one used. */
 		static int	next_shard = 0;
-		List	   *sets = ShardBucketSets(SHARDS_SCAN);
-		int			n = list_length(sets);
-		int			left = batch;
-		int			start = next_shard;
+		static const ShardClaim pull = {
+			&due_of_type_stmt, &lease_to_puller_stmt, 1, SHARDS_SCAN, &next_shard
+		};
 
-		for (int j = 0; j < n && left > 0; j++)
-		{
-			int			i = (start + j) % n;
-
-			Datum		buckets = PointerGetDatum(list_nth(sets, i));
-			Datum		lease_values[5];
-			Datum	   *ids;
-			uint64		n_due;
-
-			values[1] = Int32GetDatum(left);
-			if (ExecSavedInBuckets(&due_of_type_stmt, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
-				elog(ERROR, "could not claim effects");
-			n_due = SPI_processed;
-			if (n_due == 0)
-				continue;
-			ids = palloc(sizeof(Datum) * n_due);
-			for (uint64 r = 0; r < n_due; r++)
-			{
-				bool		isnull;
-
-				ids[r] = PointerGetDatum(DatumGetUUIDP(GetResultDatum(r, 1, &isnull)));
-			}
-			memcpy(lease_values, values, sizeof(Datum) * 4);
-			lease_values[4] = PointerGetDatum(construct_array(ids, (int) n_due, UUIDOID, UUID_LEN,
-															  false, TYPALIGN_CHAR));
-			if (ExecSavedInBuckets(&lease_to_puller_stmt, lease_values, NULL, false, 0, buckets) !=
-				SPI_OK_UPDATE_RETURNING)
-				elog(ERROR, "could not claim effects");
-			if (SPI_processed > 0)
-			{
-				left -= (int) SPI_processed;
-				next_shard = i + 1;
-				take(arg);
-			}
-		}
+		(void) ClaimShardByShard(&pull, values, batch, take, arg);
 		return;
 	}
 	if (ExecSaved(&claim_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim effects");
 	take(arg);
+}
+
+/* ClaimShardByShard claims on Citus one shard at a time; see outbox.h. */
+uint64
+ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
+				  ClaimedRowsReader take, void *arg)
+{
+	List	   *sets = ShardBucketSets(claim->which);
+	int			n = list_length(sets);
+	int			first = *claim->next_shard;
+	int			ids_arg = claim->mark->nargs - 1;
+	uint64		taken = 0;
+
+	for (int j = 0; j < n && taken < (uint64) limit; j++)
+	{
+		int			i = (first + j) % n;
+		Datum		buckets = PointerGetDatum(list_nth(sets, i));
+		Datum		mark[lengthof(claim->mark->argtypes)];
+		Datum	   *ids;
+		uint64		n_due;
+
+		values[claim->limit_arg] = Int32GetDatum(limit - (int) taken);
+		if (ExecSavedInBuckets(claim->due, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
+			elog(ERROR, "could not claim effects");
+		n_due = SPI_processed;
+		if (n_due == 0)
+			continue;
+		ids = palloc(sizeof(Datum) * n_due);
+		for (uint64 r = 0; r < n_due; r++)
+		{
+			bool		isnull;
+
+			ids[r] = PointerGetDatum(DatumGetUUIDP(GetResultDatum(r, 1, &isnull)));
+		}
+		memcpy(mark, values, sizeof(Datum) * ids_arg);
+		mark[ids_arg] = PointerGetDatum(construct_array(ids, (int) n_due, UUIDOID, UUID_LEN,
+														false, TYPALIGN_CHAR));
+		if (ExecSavedInBuckets(claim->mark, mark, NULL, false, 0, buckets) != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not claim effects");
+		if (SPI_processed > 0)
+		{
+			taken += SPI_processed;
+			*claim->next_shard = i + 1;
+			take(arg);
+		}
+	}
+	return taken;
 }
 
 /* InsertOutboxEffects inserts the effects of run key; see outbox.h. */

@@ -89,6 +89,29 @@ typedef void (*ClaimedRowsReader) (void *arg);
 extern void ClaimEffectsOfType(const char *effect_type, int batch, pg_uuid_t *owner,
 							   Interval *lease, ClaimedRowsReader take, void *arg);
 
+/*
+ * ClaimShardByShard is a claim on Citus, one shard at a time (both the
+ * pull API's and the dispatcher's): for each shard of the set which
+ * (ShardBucketSets), starting at *next_shard, statement due selects the
+ * ids of due effects (values, with values[limit_arg] the number still
+ * wanted), then statement mark takes them (values, then the ids as its
+ * last parameter, a uuid[]) and take(arg) reads its rows; until limit
+ * effects are taken or every shard was tried. *next_shard moves past the
+ * last shard that gave effects, so none is starved. Returns how many were
+ * taken. Must be called inside SPI.
+ */
+struct SavedStatement;
+typedef struct ShardClaim
+{
+	struct SavedStatement *due;
+	struct SavedStatement *mark;
+	int			limit_arg;
+	int			which;			/* SHARDS_LOCAL or SHARDS_SCAN */
+	int		   *next_shard;
+} ShardClaim;
+extern uint64 ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
+								ClaimedRowsReader take, void *arg);
+
 /* IsErrorClass tells whether name is an error class callers may use. */
 extern bool IsErrorClass(const char *name);
 

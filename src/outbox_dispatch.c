@@ -98,7 +98,7 @@ static SavedStatement claim_stmt = {
 };
 
 /*
- * The claim on Citus (ClaimDueOnLocalShards), on one shard's buckets, in
+ * The claim on Citus (ClaimShardByShard), on one shard's buckets, in
  * two statements of the same transaction: Citus would run the CTE of
  * claim_stmt as a subplan and ship its result through a connection back
  * to this node, making every claim a two-phase commit; each of these runs
@@ -148,7 +148,6 @@ static SavedStatement expire_gone_stmt = {
 	4, {BYTEAOID, INT4OID, INT4OID, INT4OID}
 };
 
-static uint64 ClaimDueOnLocalShards(Datum *values, int limit, ClaimedRowsReader take, void *arg);
 
 PG_FUNCTION_INFO_V1(idemgate_effect_envelope);
 
@@ -226,67 +225,25 @@ ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
 										 SetEpochTimestamp()) / USECS_PER_SEC);
 	if (IdemgateIsDistributed())
-		return ClaimDueOnLocalShards(values, limit, take, arg);
+	{
+		/*
+		 * On Citus (docs/citus.md, "Delivery") each node delivers the
+		 * effects stored on it, its shards in turn until the batch is full;
+		 * a node without shards, the coordinator, claims nothing.
+		 */
+		static int	next_shard = 0;
+		static const ShardClaim dispatch = {
+			&due_ids_stmt, &mark_sending_stmt, 0, SHARDS_LOCAL, &next_shard
+		};
+
+		return ClaimShardByShard(&dispatch, values, limit, take, arg);
+	}
 	rc = ExecSaved(&claim_stmt, values, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "idemgate: unexpected claim result %d", rc);
 	if (SPI_processed > 0)
 		take(arg);
 	return SPI_processed;
-}
-
-/*
- * ClaimDueOnLocalShards is the claim on Citus (docs/citus.md, "Delivery"):
- * each node delivers the effects stored on it, claimed one shard at a time
- * (two statements each, both sent to that shard) until limit effects are
- * marked or every local shard was tried. The shards are tried in turn from
- * the one after the last that gave effects, so none is starved. A node
- * without shards, the coordinator, claims nothing.
- */
-static uint64
-ClaimDueOnLocalShards(Datum *values, int limit, ClaimedRowsReader take, void *arg)
-{
-	static int	next_shard = 0;
-	List	   *sets = ShardBucketSets(SHARDS_LOCAL);
-	int			n = list_length(sets);
-	int			first = next_shard;
-	uint64		claimed = 0;
-
-	for (int j = 0; j < n && claimed < (uint64) limit; j++)
-	{
-		int			i = (first + j) % n;
-		Datum		buckets = PointerGetDatum(list_nth(sets, i));
-		Datum	   *ids;
-		Datum		mark[5];
-		uint64		n_due;
-
-		values[0] = Int32GetDatum(limit - (int) claimed);
-		if (ExecSavedInBuckets(&due_ids_stmt, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
-			elog(ERROR, "idemgate: unexpected claim result");
-		n_due = SPI_processed;
-		if (n_due == 0)
-			continue;
-		ids = palloc(sizeof(Datum) * n_due);
-		for (uint64 r = 0; r < n_due; r++)
-		{
-			bool		isnull;
-
-			ids[r] = PointerGetDatum(DatumGetUUIDP(GetResultDatum(r, 1, &isnull)));
-		}
-		memcpy(mark, values, sizeof(Datum) * 4);
-		mark[4] = PointerGetDatum(construct_array(ids, (int) n_due, UUIDOID, UUID_LEN, false,
-												  TYPALIGN_CHAR));
-		if (ExecSavedInBuckets(&mark_sending_stmt, mark, NULL, false, 0, buckets) !=
-			SPI_OK_UPDATE_RETURNING)
-			elog(ERROR, "idemgate: unexpected claim result");
-		if (SPI_processed > 0)
-		{
-			claimed += SPI_processed;
-			take(arg);
-			next_shard = i + 1;
-		}
-	}
-	return claimed;
 }
 
 /* GiveBackEffect returns a claimed, unsent effect; see outbox_dispatch.h. */
