@@ -726,25 +726,14 @@ ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
 		int			i = (first + j) % n;
 		Datum		buckets = PointerGetDatum(list_nth(sets, i));
 		Datum		mark[lengthof(claim->mark->argtypes)];
-		Datum	   *ids;
-		uint64		n_due;
 
 		values[claim->limit_arg] = Int32GetDatum(limit - (int) taken);
 		if (ExecSavedInBuckets(claim->due, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
 			elog(ERROR, "could not claim effects");
-		n_due = SPI_processed;
-		if (n_due == 0)
+		if (SPI_processed == 0)
 			continue;
-		ids = palloc(sizeof(Datum) * n_due);
-		for (uint64 r = 0; r < n_due; r++)
-		{
-			bool		isnull;
-
-			ids[r] = PointerGetDatum(DatumGetUUIDP(GetResultDatum(r, 1, &isnull)));
-		}
 		memcpy(mark, values, sizeof(Datum) * ids_arg);
-		mark[ids_arg] = PointerGetDatum(construct_array(ids, (int) n_due, UUIDOID, UUID_LEN,
-														false, TYPALIGN_CHAR));
+		mark[ids_arg] = ResultColumnArray(1, UUIDOID);
 		if (ExecSavedInBuckets(claim->mark, mark, NULL, false, 0, buckets) != SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "could not claim effects");
 		if (SPI_processed > 0)

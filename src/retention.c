@@ -182,25 +182,14 @@ PurgeRuns(Interval *older_than, Datum buckets, int64 *counts)
 {
 	SavedStatement *stmt = RunMetricsInstalled() ? &purge_stmt : &purge_stmt_11;
 	Datum		values[1];
-	uint64		n;
-	Datum	   *keys;
 	int			rc;
 
 	values[0] = IntervalPGetDatum(older_than);
 	if (ExecSavedInBuckets(&doomed_stmt, values, NULL, false, 0, buckets) != SPI_OK_SELECT)
 		elog(ERROR, "purge could not lock its runs");
-	n = SPI_processed;
-	if (n == 0)
+	if (SPI_processed == 0)
 		return;
-	keys = palloc(sizeof(Datum) * n);
-	for (uint64 i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		keys[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
-	}
-	values[0] = PointerGetDatum(construct_array(keys, (int) n, TEXTOID, -1, false,
-												TYPALIGN_INT));
+	values[0] = ResultColumnArray(1, TEXTOID);
 	if (buckets != (Datum) 0)
 		rc = ExecSavedInBuckets(stmt, values, NULL, false, 0, buckets);
 	else

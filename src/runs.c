@@ -1267,24 +1267,13 @@ static void
 CompleteRunsIfDone(Datum keys)
 {
 	Datum		values[2];
-	Datum	   *locked;
-	int			n;
 
 	values[0] = keys;
 	if (ExecSaved(&lock_runs_stmt, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock runs");
-	n = (int) SPI_processed;
-	if (n == 0)
+	if (SPI_processed == 0)
 		return;
-	locked = palloc(sizeof(Datum) * n);
-	for (int i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		locked[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
-	}
-	CompleteLockedRuns(PointerGetDatum(construct_array(locked, n, TEXTOID, -1, false,
-													   TYPALIGN_INT)));
+	CompleteLockedRuns(ResultColumnArray(1, TEXTOID));
 }
 
 /*

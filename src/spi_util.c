@@ -13,6 +13,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 
 #include "catalog/pg_type.h"
@@ -451,6 +452,27 @@ Datum
 GetResultDatum(int row, int col, bool *isnull)
 {
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+/* ResultColumnArray; see spi_util.h. */
+Datum
+ResultColumnArray(int col, Oid elemtype)
+{
+	int			n = (int) SPI_processed;
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		elems[i] = GetResultDatum(i, col, &isnull);
+	}
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	/* construct_array copies (and detoasts) the values: the result may go */
+	return PointerGetDatum(construct_array(elems, n, elemtype, typlen, typbyval, typalign));
 }
 
 /* SetTextParam sets parameter i to the text s, or to NULL when s is NULL. */

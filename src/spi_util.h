@@ -49,6 +49,12 @@ extern int	ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *n
 							   bool read_only, long count, Datum buckets);
 extern int	ExecSavedLatest(SavedStatement *stmt, Datum *values, const char *nulls,
 							long count);
+/*
+ * ResultColumnArray returns column col (1-based, never NULL) of every row
+ * of the last result as an array of elemtype: the keys or ids a statement
+ * just locked, for the next statement's = ANY ($n).
+ */
+extern Datum ResultColumnArray(int col, Oid elemtype);
 extern Datum GetResultDatum(int row, int col, bool *isnull);
 extern void ConnectSPI(void);
 extern void SetTextParam(Datum *values, char *nulls, int i, const char *s);
