@@ -17,6 +17,7 @@
 #include "payload_mismatches.h"
 #include "rate_limit.h"
 #include "send_barrier.h"
+#include "shard_autocommit.h"
 
 PG_MODULE_MAGIC;
 
@@ -37,5 +38,6 @@ _PG_init(void)
 		PayloadMismatchShmemDefine();
 		RegisterIdemgateLauncher();
 		InstallExtensionNotice();
+		InstallShardAutocommit();
 	}
 }

@@ -49,11 +49,13 @@
 #include "idemgate_limits.h"
 #include "payload_mismatches.h"
 #include "runs.h"
+#include "shard_autocommit.h"
 #include "spi_util.h"
 #include "sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_claim);
 PG_FUNCTION_INFO_V1(idemgate_claim_request);
+PG_FUNCTION_INFO_V1(idemgate_claim_in_bucket);
 PG_FUNCTION_INFO_V1(idemgate_claim_lease);
 PG_FUNCTION_INFO_V1(idemgate_hash_payload);
 PG_FUNCTION_INFO_V1(idemgate_cas_transition);
@@ -283,8 +285,9 @@ static SavedStatement count_validation_stmt = {
 typedef struct ClaimResult
 {
 	const char *outcome;
-	Datum		values[6];
-	bool		nulls[6];
+	Datum		values[7];		/* claim's columns; claim_in_bucket's 7th */
+	bool		nulls[7];
+	bool		mismatch_is_outcome;	/* claim_in_bucket: see ClaimExisting */
 } ClaimResult;
 
 /* IsRunState tells whether state names a run state. */
@@ -585,17 +588,106 @@ ClaimDuplicate(text *key, const char *actor, Datum state, int64 version,
 }
 
 /*
+ * ClaimExisting makes the outcome of a claim of the key of the run that
+ * existing_run_stmt just read, which the claim did not take: IG001 for a
+ * different payload hash (or, for claim_in_bucket, the outcome
+ * payload_mismatch with the workflow to count it under), else a
+ * duplicate.
+ */
+static void
+ClaimExisting(text *key, bytea *hash, text *workflow, const char *actor,
+			  text *origin, ClaimResult *out)
+{
+	bool		isnull;
+	bool		result_null;
+	bool		workflow_null;
+	bytea	   *existing_hash = DatumGetByteaPP(GetResultDatum(0, 5, &isnull));
+	Datum		existing_workflow = GetResultDatum(0, 6, &workflow_null);
+	Datum		result;
+
+	if (VARSIZE_ANY_EXHDR(existing_hash) != VARSIZE_ANY_EXHDR(hash) ||
+		memcmp(VARDATA_ANY(existing_hash), VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash)) != 0)
+	{
+		if (!out->mismatch_is_outcome)
+			ReportPayloadMismatch(key, existing_workflow, workflow_null, workflow);
+		/* Nothing was written: the caller raises IG001 (claim_in_bucket). */
+		out->outcome = "payload_mismatch";
+		out->values[6] = workflow_null ? PointerGetDatum(workflow) : existing_workflow;
+		out->nulls[6] = workflow_null && workflow == NULL;
+		return;
+	}
+	result = GetResultDatum(0, 4, &result_null);
+	ClaimDuplicate(key, actor, GetResultDatum(0, 2, &isnull),
+				   DatumGetInt64(GetResultDatum(0, 3, &isnull)),
+				   result, result_null, existing_workflow, workflow_null, origin, out);
+}
+
+/* claim_in_bucket, which Citus delegates to the node of its bucket. */
+static SavedStatement claim_in_bucket_stmt = {
+	"SELECT outcome, idempotency_key, state, lease_owner, version, result, mismatch_workflow"
+	" FROM idemgate.claim_in_bucket($1, $2, $3, $4, $5, $6, $7)",
+	7, {INT4OID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, UUIDOID, TEXTOID}
+};
+
+/*
+ * ClaimInBucket is a claim that is its whole transaction on Citus
+ * (sql/1.1--1.2/66_claim_in_bucket.sql): one call of claim_in_bucket,
+ * which Citus sends to the node of the key's shard and which commits
+ * there (src/shard_autocommit.c). IG001 is raised here, and counted in
+ * this node's payload_mismatch alert.
+ */
+static void
+ClaimInBucket(text *key, Jsonb *payload, Interval *lease, text *workflow,
+			  pg_uuid_t *owner, text *origin, ClaimResult *out)
+{
+	Datum		values[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			nestlevel;
+	int			rc;
+	bool		isnull;
+
+	values[0] = Int32GetDatum(KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
+	values[1] = PointerGetDatum(key);
+	values[2] = JsonbPGetDatum(payload);
+	values[3] = IntervalPGetDatum(lease);
+	values[4] = PointerGetDatum(workflow);
+	nulls[4] = workflow ? ' ' : 'n';
+	values[5] = UUIDPGetDatum(owner);
+	nulls[5] = owner ? ' ' : 'n';
+	values[6] = PointerGetDatum(origin);
+	nulls[6] = origin ? ' ' : 'n';
+
+	nestlevel = BeginShardAutocommit();
+	rc = ExecSaved(&claim_in_bucket_stmt, values, nulls, false, 0);
+	EndShardAutocommit(nestlevel);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "claim_in_bucket failed");
+	out->outcome = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+	if (strcmp(out->outcome, "payload_mismatch") == 0)
+	{
+		bool		workflow_null;
+		Datum		existing_workflow = GetResultDatum(0, 7, &workflow_null);
+
+		ReportPayloadMismatch(key, existing_workflow, workflow_null, workflow);
+	}
+	for (int i = 1; i < 6; i++)
+		out->values[i] = GetResultDatum(0, i + 1, &out->nulls[i]);
+}
+
+/*
  * ClaimRun is the one atomic claim used by claim, claim(jsonb) and
  * supersede. A new key, or a key that is held and cannot be taken over, is
  * done without SQL (src/claim_direct.c); otherwise the claim statement
  * runs, and on a key it did not claim the existing run is looked up: a
  * different payload hash is IG001, otherwise the outcome is duplicate.
+ * On Citus, a claim that is its whole transaction (whole_transaction:
+ * CallIsWholeTransaction) runs on its key's node instead (ClaimInBucket).
  * Must be called inside SPI; result datums live in the SPI context.
  */
 static void
 ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		 pg_uuid_t *owner, text *replaces_key, const char *actor,
-		 text *origin, ClaimResult *out)
+		 text *origin, bool whole_transaction, ClaimResult *out)
 {
 	bytea	   *hash = HashJsonbPayload(payload);
 	Datum		values[8];
@@ -644,6 +736,12 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	nulls[7] = origin ? ' ' : 'n';
 	lookup[0] = PointerGetDatum(key);
 
+	if (whole_transaction)
+	{
+		ClaimInBucket(key, payload, lease, workflow, owner, origin, out);
+		return;
+	}
+
 	/*
 	 * Between a conflict and the look-up, the row can only disappear through
 	 * purge; then the next round inserts it again.
@@ -651,11 +749,6 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	for (int round = 0; round < 3; round++)
 	{
 		bool		isnull;
-		bool		result_null;
-		bool		workflow_null;
-		bytea	   *existing_hash;
-		Datum		result;
-		Datum		existing_workflow;
 
 		if (ExecSaved(ClaimStatement(), values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "claim statement failed");
@@ -676,15 +769,7 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		if (SPI_processed == 0)
 			continue;
 
-		existing_hash = DatumGetByteaPP(GetResultDatum(0, 5, &isnull));
-		existing_workflow = GetResultDatum(0, 6, &workflow_null);
-		if (VARSIZE_ANY_EXHDR(existing_hash) != VARSIZE_ANY_EXHDR(hash) ||
-			memcmp(VARDATA_ANY(existing_hash), VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash)) != 0)
-			ReportPayloadMismatch(key, existing_workflow, workflow_null, workflow);
-		result = GetResultDatum(0, 4, &result_null);
-		ClaimDuplicate(key, actor, GetResultDatum(0, 2, &isnull),
-					   DatumGetInt64(GetResultDatum(0, 3, &isnull)),
-					   result, result_null, existing_workflow, workflow_null, origin, out);
+		ClaimExisting(key, hash, workflow, actor, origin, out);
 		return;
 	}
 	ereport(ERROR,
@@ -746,7 +831,7 @@ idemgate_claim(PG_FUNCTION_ARGS)
 	text	   *key = KeyArg(fcinfo, 0, "key");
 	Jsonb	   *payload;
 	Interval   *lease;
-	ClaimResult res;
+	ClaimResult res = {0};
 
 	RequireArg(fcinfo, 1, "payload");
 	CheckDocumentArg(fcinfo, 1, "payload");
@@ -756,7 +841,50 @@ idemgate_claim(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
 	ClaimRun(key, payload, lease, WorkflowArg(fcinfo, 3),
-			 PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), NULL, NULL, OriginArg(fcinfo, 5), &res);
+			 PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), NULL, NULL, OriginArg(fcinfo, 5),
+			 IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo), &res);
+	EmitClaimResult(fcinfo, &res);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * idemgate_claim_in_bucket implements claim_in_bucket(bucket, key, payload,
+ * lease, workflow, owner, origin), which Citus runs on the node of the
+ * bucket's shard (sql/1.1--1.2/66_claim_in_bucket.sql): claim's outcome,
+ * or payload_mismatch with the workflow to count it under.
+ */
+Datum
+idemgate_claim_in_bucket(PG_FUNCTION_ARGS)
+{
+	text	   *key = KeyArg(fcinfo, 1, "key");
+	Jsonb	   *payload;
+	Interval   *lease;
+	ClaimResult res = {0};
+	int			nestlevel;
+
+	RequireArg(fcinfo, 0, "bucket");
+	if (PG_GETARG_INT32(0) != KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("bucket %d is not the bucket of key \"%s\"",
+						PG_GETARG_INT32(0), text_to_cstring(key))));
+	RequireArg(fcinfo, 2, "payload");
+	CheckDocumentArg(fcinfo, 2, "payload");
+	payload = PG_GETARG_JSONB_P(2);
+	lease = LeaseArg(fcinfo, 3, "lease");
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ConnectSPI();
+	for (int i = 0; i < 7; i++)
+		res.nulls[i] = true;
+	res.mismatch_is_outcome = true;
+	/* Its statements are one transaction, even when it was not delegated. */
+	nestlevel = BeginShardTransactions();
+	ClaimRun(key, payload, lease, WorkflowArg(fcinfo, 4),
+			 PG_ARGISNULL(5) ? NULL : PG_GETARG_UUID_P(5), NULL, NULL, OriginArg(fcinfo, 6),
+			 false, &res);
+	EndShardAutocommit(nestlevel);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
 	return (Datum) 0;
@@ -850,7 +978,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	text	   *origin;
 	Interval   *lease;
 	pg_uuid_t  *owner = NULL;
-	ClaimResult res;
+	ClaimResult res = {0};
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -928,7 +1056,8 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
-	ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, origin, &res);
+	ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, origin,
+			 IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo), &res);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
 	return (Datum) 0;
@@ -1191,7 +1320,7 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 	char	   *state;
 	Datum		workflow;
 	bool		workflow_null;
-	ClaimResult res;
+	ClaimResult res = {0};
 
 	RequireArg(fcinfo, 2, "payload");
 	CheckDocumentArg(fcinfo, 2, "payload");
@@ -1225,7 +1354,7 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 				 errhint("A run in progress recovers through claim; wait for it to finish.")));
 
 	ClaimRun(new_key, payload, lease, workflow_null ? NULL : DatumGetTextPP(workflow),
-			 NULL, original, operator_name, NULL, &res);
+			 NULL, original, operator_name, NULL, false, &res);
 	if (strcmp(res.outcome, "claimed") == 0)
 	{
 		EventDetails details;

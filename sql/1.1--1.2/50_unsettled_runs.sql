@@ -239,7 +239,10 @@ WITH settings AS (
     -- processing run's lease never ends before its last change
     -- (updated_at), so "updated_at older than the threshold" holds for
     -- every such run and makes this a range of runs_open_idx, which
-    -- holds only runs in these two states and approved ones.
+    -- holds only runs in these two states and approved ones. The threshold
+    -- is a scalar subquery, computed once: joined as a row, Citus made it
+    -- a function scan that each shard re-read for every run (seconds with
+    -- 40k runs processing).
     SELECT r.workflow, pg_catalog.count(*) AS n,
            pg_catalog.count(*) FILTER (WHERE r.state = 'processing') AS expired,
            pg_catalog.min(r.stalled_at) AS since,
@@ -249,11 +252,10 @@ WITH settings AS (
                                  ORDER BY r.stalled_at, r.idempotency_key))[1:3] AS keys
       FROM (SELECT r.workflow, r.idempotency_key, r.state,
                    CASE WHEN r.state = 'processing' THEN r.lease_expires_at ELSE r.updated_at END AS stalled_at
-              FROM idemgate.runs r CROSS JOIN settings s
+              FROM idemgate.runs r
              WHERE r.state IN ('processing', 'failed_retryable')
-               AND r.updated_at < pg_catalog.now() - s.stalled_after) r
-      CROSS JOIN settings s
-     WHERE r.stalled_at < pg_catalog.now() - s.stalled_after
+               AND r.updated_at < pg_catalog.now() - (SELECT s.stalled_after FROM settings s)) r
+     WHERE r.stalled_at < pg_catalog.now() - (SELECT s.stalled_after FROM settings s)
      GROUP BY r.workflow
 ), terminal AS (
     -- Runs failed for good (dead-lettered, not reinjected) in the last

@@ -160,6 +160,12 @@ BEGIN
                                                 'bucket', colocate_with => 'idemgate.runs');
   END LOOP;
 
+  -- A claim that is its whole transaction runs on its key's node
+  -- (66_claim_in_bucket.sql): the function goes with the bucket's shard.
+  PERFORM pg_catalog.create_distributed_function(
+    'idemgate.claim_in_bucket(integer,text,jsonb,interval,text,uuid,text)'::pg_catalog.regprocedure,
+    '$1', colocate_with => 'idemgate.runs');
+
   -- The views join per-run tables on the key or the effect id; Citus runs
   -- such a join shard by shard only when it also joins on bucket (the same
   -- for the same key): each join of two such columns gains it. A view this

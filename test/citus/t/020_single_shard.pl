@@ -217,6 +217,66 @@ my ($e8) = single('enqueue_effect', "SELECT effect_ids[1] FROM idemgate.enqueue_
 my ($ce) = single('complete_effect', "SELECT idemgate.complete_effect('$e8', '" . ($lease{ $e8 // '' } // '00000000-0000-0000-0000-000000000000') . "', 'p-8')");
 is($ce, 't', 'complete_effect: true');
 
+# --- A claim alone runs on its key's node: one round trip ----------------
+# remote($sql): the statements Citus sends for $sql, run alone in its own
+# transaction, as n8n sends a claim; returns (stdout, the commands issued).
+sub remote
+{
+	my ($sql) = @_;
+	my ($ret, $out, $err) = psql_result($coord, "SET citus.log_remote_commands = on;\n$sql");
+	my @issued = $err =~ /NOTICE:\s+(?:\w+:\s+)?issuing (.*)/g;
+	return ($out, $err, @issued);
+}
+my ($out, $err, @issued) = remote("SELECT outcome FROM idemgate.claim('d-1', '{\"n\": 1}')");
+is($out, 'claimed', 'claim alone: claimed');
+is(scalar(@issued), 1, 'claim alone: one command sent') or diag(join "\n", @issued);
+like($issued[0] // '', qr/^SELECT .* FROM idemgate\.claim_in_bucket\(\d+, 'd-1'::text/,
+	'claim alone: delegated to the node of its bucket as claim_in_bucket');
+is(scalar(grep { /^(BEGIN|COMMIT|PREPARE)/ } @issued), 0, 'claim alone: no transaction block');
+is(query($coord, "SELECT state || '|' || version FROM idemgate.runs WHERE idempotency_key = 'd-1'"),
+	'processing|0', 'claim alone: the run is in the distributed table');
+
+($out, $err, @issued) = remote("SELECT outcome FROM idemgate.claim('{\"key\": \"d-1\", \"payload\": {\"n\": 1}}'::jsonb)");
+is($out, 'duplicate', 'claim(jsonb) alone of the same key: duplicate');
+is(scalar(@issued), 1, 'claim(jsonb) alone: one command sent');
+is(query($coord, "SELECT count(*) FROM idemgate.events WHERE idempotency_key = 'd-1' AND kind = 'duplicate'"),
+	'1', 'claim alone: the duplicate event is written');
+
+($out, $err, @issued) = remote("SELECT outcome FROM idemgate.claim('d-1', '{\"n\": 2}')");
+like($err, qr/ERROR:\s+IG001: idempotency key "d-1" was already used with a different payload/,
+	'claim alone with another payload: IG001');
+is(query($coord, "SELECT first_keys FROM idemgate.payload_mismatches()"), '{d-1}',
+	'the mismatch is counted where claim was called (the coordinator)');
+
+my ($d1owner) = run_of('d-1');
+query($coord, "SELECT idemgate.fail('d-1', '$d1owner', 0, 'timeout', 'retry me', true)");
+($out, $err, @issued) = remote("SELECT outcome || '|' || version FROM idemgate.claim('d-1', '{\"n\": 1}')");
+is($out, 'recovered|2', 'claim alone of a failed_retryable run: taken over');
+is(scalar(@issued), 1, 'the takeover: one command sent');
+is(query($coord, "SELECT count(*) FROM idemgate.events WHERE idempotency_key = 'd-1' AND kind = 'recovered'"),
+	'1', 'the takeover and its recovered event commit together');
+
+# Inside a bigger transaction the claim stays in it, and rolls back with it.
+($out, $err, @issued) = remote("BEGIN;\nSELECT outcome FROM idemgate.claim('d-2', '{}');\nROLLBACK");
+is(scalar(grep { /claim_in_bucket/ } @issued), 0, 'claim in BEGIN: not delegated');
+ok(scalar(grep { /^BEGIN/ } @issued), 'claim in BEGIN: in a transaction block on the worker');
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'd-2'"), '0',
+	'claim in BEGIN ... ROLLBACK: no run');
+($out, $err, @issued) = remote("DO \$\$ BEGIN PERFORM * FROM idemgate.claim('d-3', '{}'); RAISE EXCEPTION 'after the claim'; END \$\$");
+like($err, qr/after the claim/, 'claim in a DO block that fails: the error');
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'd-3'"), '0',
+	'claim in a DO block that fails: no run');
+# (made on the coordinator only: Citus would send it to the workers with a 2PC)
+query($coord, "SET citus.enable_ddl_propagation = off;\n"
+	  . "CREATE FUNCTION claim_then_fail() RETURNS void LANGUAGE plpgsql AS"
+	  . " \$\$ BEGIN PERFORM * FROM idemgate.claim('d-4', '{}'); RAISE EXCEPTION 'after the claim'; END \$\$");
+($out, $err, @issued) = remote("SELECT claim_then_fail()");
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'd-4'"), '0',
+	'claim in a function whose statement fails: no run');
+($out, $err, @issued) = remote("SELECT outcome FROM idemgate.claim('d-5', '{}') WHERE outcome = 'claimed'");
+is($out, 'claimed', 'claim filtered: claimed');
+is(scalar(grep { /claim_in_bucket/ } @issued), 0, 'claim that is not the whole statement: not delegated');
+
 # Every session's two-phase commits but the dispatchers': the coordinator's
 # publishes the alerts into alert_state, a reference table, when they
 # change (an effect in doubt above, for instance).
