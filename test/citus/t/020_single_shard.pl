@@ -277,6 +277,18 @@ is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'd-
 is($out, 'claimed', 'claim filtered: claimed');
 is(scalar(grep { /claim_in_bucket/ } @issued), 0, 'claim that is not the whole statement: not delegated');
 
+# Claims sent to a worker (Citus syncs the metadata to every node): the
+# key's node runs them, local or delegated; the coordinator does nothing.
+my ($w1, $w2) = @{ $cl->{workers} };
+my @on_workers = map { query($w1, "SELECT outcome FROM idemgate.claim('w-$_', '{}')") } 1 .. 6;
+is(join(',', @on_workers), 'claimed,claimed,claimed,claimed,claimed,claimed', 'claims sent to a worker: claimed');
+is(join(',', map { query($w2, "SELECT outcome FROM idemgate.claim('w-$_', '{}')") } 1 .. 6),
+	'duplicate,duplicate,duplicate,duplicate,duplicate,duplicate', 'the same keys sent to the other worker: duplicate');
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key LIKE 'w-%'"), '6',
+	'one run per key, in the distributed table');
+is(query($w1, 'SELECT count(*) FROM pg_dist_transaction') + query($w2, 'SELECT count(*) FROM pg_dist_transaction'),
+	0, 'claims through the workers: no two-phase commit');
+
 # Every session's two-phase commits but the dispatchers': the coordinator's
 # publishes the alerts into alert_state, a reference table, when they
 # change (an effect in doubt above, for instance).
