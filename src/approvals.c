@@ -660,7 +660,12 @@ ExpireApprovals(void)
 	if (IdemgateIsDistributed())
 	{
 		foreach(lc, ShardBucketSets(SHARDS_SCAN))
-			expired += ExpireApprovalsIn(PointerGetDatum(lfirst(lc)));
+		{
+			Datum		buckets = ShardBucketsWithWork(lfirst(lc), SHARD_EXPIRED_APPROVALS);
+
+			if (buckets != (Datum) 0)
+				expired += ExpireApprovalsIn(buckets);
+		}
 		return expired;
 	}
 	return ExpireApprovalsIn((Datum) 0);

@@ -148,6 +148,7 @@ static SavedStatement due_of_type_stmt = {
 static SavedStatement lease_to_puller_stmt = {
 	LEASE_TO_PULLER
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($5)/*@buckets o*/"
+	"   AND o.state OPERATOR(pg_catalog.=) 'pending'"	/* outbox_dispatch.c */
 	PULLED_COLUMNS,
 	5, {TEXTOID, INT4OID, UUIDOID, INTERVALOID, UUIDARRAYOID}
 };
@@ -614,9 +615,11 @@ SettleExpiredLeasesByShard(Datum *values, const char *nulls, const ErrorClass *e
 		uint64		n;
 		pg_uuid_t  *ids;
 		pg_uuid_t  *owners;
+		Datum		buckets = ShardBucketsWithWork(lfirst(lc), SHARD_EXPIRED_LEASES);
 
-		if (ExecSavedInBuckets(&expired_stmt, values, nulls, false, 0,
-							   PointerGetDatum(lfirst(lc))) != SPI_OK_SELECT)
+		if (buckets == (Datum) 0)
+			continue;
+		if (ExecSavedInBuckets(&expired_stmt, values, nulls, false, 0, buckets) != SPI_OK_SELECT)
 			elog(ERROR, "could not find expired effect leases");
 		n = SPI_processed;
 		ids = palloc(sizeof(pg_uuid_t) * (n + 1));
@@ -724,8 +727,13 @@ ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
 	for (int j = 0; j < n && taken < (uint64) limit; j++)
 	{
 		int			i = (first + j) % n;
-		Datum		buckets = PointerGetDatum(list_nth(sets, i));
+		ShardSet   *set = list_nth(sets, i);
+		Datum		buckets = set->buckets;
 		Datum		mark[lengthof(claim->mark->argtypes)];
+
+		/* Only the buckets with something due (on this node's shards). */
+		if ((buckets = ShardBucketsWithWork(set, SHARD_DUE_EFFECTS)) == (Datum) 0)
+			continue;
 
 		values[claim->limit_arg] = Int32GetDatum(limit - (int) taken);
 		if (ExecSavedInBuckets(claim->due, values, NULL, false, 0, buckets) != SPI_OK_SELECT)

@@ -102,7 +102,12 @@ static SavedStatement claim_stmt = {
  * two statements of the same transaction: Citus would run the CTE of
  * claim_stmt as a subplan and ship its result through a connection back
  * to this node, making every claim a two-phase commit; each of these runs
- * locally as one task.
+ * locally as one task. The second marks only effects still pending: when
+ * a shard moves between the two, the first may have read the old
+ * placement, whose row locks do not hold on the new one, where another
+ * node's dispatcher may have claimed the same effect (test/citus/t/050
+ * caught one sent twice). Locked there, the update waits for that claim
+ * to commit, then skips the effect.
  */
 static SavedStatement due_ids_stmt = {
 	DUE_EFFECTS,
@@ -111,6 +116,7 @@ static SavedStatement due_ids_stmt = {
 static SavedStatement mark_sending_stmt = {
 	MARK_SENDING
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($5)/*@buckets o*/"
+	"   AND o.state OPERATOR(pg_catalog.=) 'pending'"	/* see below */
 	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
 	CLAIMED_COLUMNS,
 	5, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, UUIDARRAYOID}
@@ -279,7 +285,7 @@ ExpireGoneDispatchersLeases(bytea *life, int slot, int incarnation)
 		foreach(lc, ShardBucketSets(SHARDS_SCAN))
 		{
 			if (ExecSavedInBuckets(&expire_gone_stmt, values, nulls, false, 0,
-								   PointerGetDatum(lfirst(lc))) != SPI_OK_UPDATE)
+								   ((ShardSet *) lfirst(lc))->buckets) != SPI_OK_UPDATE)
 				elog(ERROR, "could not expire the leases of dispatchers that are gone");
 			expired += SPI_processed;
 		}

@@ -230,7 +230,7 @@ idemgate_purge(PG_FUNCTION_ARGS)
 					 errdetail("Each worker reads a shard in the snapshot of its transaction, taken before purge locks the runs."),
 					 errhint("Call it outside a REPEATABLE READ or SERIALIZABLE transaction.")));
 		foreach(lc, ShardBucketSets(SHARDS_SCAN))
-			PurgeRuns(older_than, PointerGetDatum(lfirst(lc)), counts);
+			PurgeRuns(older_than, ((ShardSet *) lfirst(lc))->buckets, counts);
 	}
 	else
 		PurgeRuns(older_than, (Datum) 0, counts);

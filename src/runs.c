@@ -680,14 +680,12 @@ ClaimInBucket(text *key, Jsonb *payload, Interval *lease, text *workflow,
  * done without SQL (src/claim_direct.c); otherwise the claim statement
  * runs, and on a key it did not claim the existing run is looked up: a
  * different payload hash is IG001, otherwise the outcome is duplicate.
- * On Citus, a claim that is its whole transaction (whole_transaction:
- * CallIsWholeTransaction) runs on its key's node instead (ClaimInBucket).
  * Must be called inside SPI; result datums live in the SPI context.
  */
 static void
 ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		 pg_uuid_t *owner, text *replaces_key, const char *actor,
-		 text *origin, bool whole_transaction, ClaimResult *out)
+		 text *origin, ClaimResult *out)
 {
 	bytea	   *hash = HashJsonbPayload(payload);
 	Datum		values[8];
@@ -736,12 +734,6 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	nulls[7] = origin ? ' ' : 'n';
 	lookup[0] = PointerGetDatum(key);
 
-	if (whole_transaction)
-	{
-		ClaimInBucket(key, payload, lease, workflow, owner, origin, out);
-		return;
-	}
-
 	/*
 	 * Between a conflict and the look-up, the row can only disappear through
 	 * purge; then the next round inserts it again.
@@ -776,6 +768,21 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not claim key \"%s\": it was removed concurrently", text_to_cstring(key)),
 			 errhint("Retry the call.")));
+}
+
+/*
+ * ClaimAnywhere is claim() and claim(jsonb): on Citus, when the call is its
+ * whole transaction (src/shard_autocommit.c), on the key's node; otherwise
+ * here, in the caller's transaction.
+ */
+static void
+ClaimAnywhere(FunctionCallInfo fcinfo, text *key, Jsonb *payload, Interval *lease,
+			  text *workflow, pg_uuid_t *owner, text *origin, ClaimResult *out)
+{
+	if (IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo))
+		ClaimInBucket(key, payload, lease, workflow, owner, origin, out);
+	else
+		ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, origin, out);
 }
 
 /* LeaseArg returns a lease interval argument: positive, within max_lease_life. */
@@ -840,9 +847,8 @@ idemgate_claim(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
-	ClaimRun(key, payload, lease, WorkflowArg(fcinfo, 3),
-			 PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), NULL, NULL, OriginArg(fcinfo, 5),
-			 IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo), &res);
+	ClaimAnywhere(fcinfo, key, payload, lease, WorkflowArg(fcinfo, 3),
+				  PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), OriginArg(fcinfo, 5), &res);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
 	return (Datum) 0;
@@ -883,7 +889,7 @@ idemgate_claim_in_bucket(PG_FUNCTION_ARGS)
 	nestlevel = BeginShardTransactions();
 	ClaimRun(key, payload, lease, WorkflowArg(fcinfo, 4),
 			 PG_ARGISNULL(5) ? NULL : PG_GETARG_UUID_P(5), NULL, NULL, OriginArg(fcinfo, 6),
-			 false, &res);
+			 &res);
 	EndShardAutocommit(nestlevel);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
@@ -1056,8 +1062,7 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
-	ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, origin,
-			 IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo), &res);
+	ClaimAnywhere(fcinfo, key, payload, lease, workflow, owner, origin, &res);
 	EmitClaimResult(fcinfo, &res);
 	SPI_finish();
 	return (Datum) 0;
@@ -1354,7 +1359,7 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 				 errhint("A run in progress recovers through claim; wait for it to finish.")));
 
 	ClaimRun(new_key, payload, lease, workflow_null ? NULL : DatumGetTextPP(workflow),
-			 NULL, original, operator_name, NULL, false, &res);
+			 NULL, original, operator_name, NULL, &res);
 	if (strcmp(res.outcome, "claimed") == 0)
 	{
 		EventDetails details;

@@ -17,8 +17,9 @@
  *	  on the coordinator after that commit is the reply, which can be lost
  *	  after any commit anyway; the lease covers both.
  *
- *	  "Its whole transaction": not in a transaction block (BEGIN, or
- *	  several statements in one simple query), called by the outermost
+ *	  "Its whole transaction": not in a transaction block (BEGIN, several
+ *	  statements in one simple query, or an earlier statement of an
+ *	  extended-protocol pipeline before its Sync), called by the outermost
  *	  statement (not from a function, a trigger, a CALL or a DO), run by
  *	  the client's portal, and that statement is exactly one FunctionScan
  *	  of this function with no filter, whose arguments call nothing
@@ -143,7 +144,7 @@ CallIsWholeTransaction(FunctionCallInfo fcinfo)
 	FuncExpr   *call;
 
 	if (!installed || nesting != 1 || outermost == NULL || IsTransactionBlock() ||
-		fcinfo->flinfo == NULL)
+		(MyXactFlags & XACT_FLAGS_PIPELINING) != 0 || fcinfo->flinfo == NULL)
 		return false;
 	/* Run by the client's portal, not by a cursor kept past the commit. */
 	if (ActivePortal == NULL || list_length(ActivePortal->stmts) != 1 ||

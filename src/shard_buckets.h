@@ -19,7 +19,27 @@ typedef enum
 	SHARDS_SCAN					/* all of them on the coordinator, else local */
 } ShardScope;
 
+/* What a scan made one shard at a time looks for (ShardBucketsWithWork). */
+typedef enum
+{
+	SHARD_DUE_EFFECTS,			/* the dispatcher's claim */
+	SHARD_EXPIRED_LEASES,		/* SettleExpiredLeases */
+	SHARD_EXPIRED_APPROVALS,	/* ExpireApprovals */
+	SHARD_WORK_KINDS
+} ShardWork;
+
+/* A shard of runs, as the scans made one shard at a time see it. */
+typedef struct ShardSet
+{
+	int64		shardid;		/* hash key */
+	Datum		buckets;		/* int4[] in TopMemoryContext */
+	bool		local;			/* placed on this node (as of the last listing) */
+	Oid			relid[SHARD_WORK_KINDS];	/* this node's shard table, once found */
+	void	   *plan[SHARD_WORK_KINDS]; /* SPIPlanPtr of the look-up, kept */
+} ShardSet;
+
 extern List *ShardBucketSets(ShardScope scope);
+extern Datum ShardBucketsWithWork(ShardSet *set, ShardWork work);
 extern int	LocalGroupId(void);
 
 #endif

@@ -99,6 +99,12 @@ for s in order:
         if sc:
             line += ', %.2fx the single node' % (sum(wc) / sc)
         print(line + ')')
+        if (s, 'wclaim', 'coordinator') in cpu:
+            wcc = per_op(s, 'wclaim', 'coordinator', 'rest')
+            wtc = sum(per_op(s, 'wclaim', n, 'rest') for n in ns)
+            print('  claims sent to the workers: coordinator %.3f ms per claim = %.0f%% of this cluster\'s %.3f ms;'
+                  ' workers %s ms' % (wcc, 100 * wcc / wtc, wtc,
+                                      ' / '.join('%.3f' % per_op(s, 'wclaim', n, 'rest') for n in workers)))
         rows = [cnt.get((s, 'claim', n), 0) for n in workers]
         dels = [cnt.get((s, 'deliver', n), 0) for n in workers]
         print('  share of rows per worker: %s; deliveries per worker: %s; by the coordinator: %d' % (

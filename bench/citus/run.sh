@@ -27,6 +27,10 @@
 #   claims      pgbench -M prepared, CLIENTS clients, CLAIMS transactions in
 #               all (fixed count, not fixed time) of claim.sql (a new key
 #               each) against the coordinator (the single node);
+#   wclaims     on Citus, the same claims sent to the workers instead (one
+#               pgbench per worker at once, CLIENTS / workers clients each):
+#               a worker runs a claim of a key it holds, and delegates the
+#               others to their node (docs/citus.md, "Claims");
 #   (autovacuum off; VACUUM ANALYZE and CHECKPOINT on every node before
 #   each measured window)
 #   deliveries  endpoint 'bench' on the loopback sink (test/sink/sink.c, /ok);
@@ -269,6 +273,27 @@ for setup in $SETUPS; do
   for kv in $rows; do printf '%s\tclaim\t%s\t%s\n' "$setup" "${kv%%=*}" "${kv#*=}" >> "$work/count.tsv"; done
   echo "[$setup] claims: $ops in $(awk -v x="$t0" -v y="$t1" 'BEGIN { printf "%.1f", y - x }') s ($tps tps); runs per node: $rows"
   echo "[$setup]   CPU per claim: $(cpu_line claim)"
+
+  # Claims sent to the workers instead (Citus syncs the metadata to every
+  # node): the same count, split over one pgbench per worker, at once.
+  if [ "$setup" != single ]; then
+    settle
+    wclients=$(( CLIENTS / setup > 0 ? CLIENTS / setup : 1 ))
+    b=$(ticks_all); t0=$(now); pids=()
+    for w in $(seq "$setup"); do
+      as_pg "$bindir/pgbench" -h 127.0.0.1 -p $((PORT + w)) -n -M prepared -c "$wclients" -j 1 \
+          -t $(( CLAIMS / setup / wclients )) -f "$work/claim.sql" bench > "$work/pgbench.w$w.out" 2>&1 &
+      pids+=($!)
+    done
+    wait_ok=1
+    for p in "${pids[@]}"; do wait "$p" || wait_ok=0; done
+    t1=$(now); a=$(ticks_all)
+    [ "$wait_ok" = 1 ] || { echo "bench/citus: pgbench against the workers failed:" >&2; cat "$work"/pgbench.w*.out >&2; exit 1; }
+    ops=$(( CLAIMS / setup / wclients * wclients * setup ))
+    record wclaim "$ops" "$t0" "$t1" "$b" "$a"
+    echo "[$setup] claims sent to the workers: $ops in $(awk -v x="$t0" -v y="$t1" 'BEGIN { printf "%.1f", y - x }') s"
+    echo "[$setup]   CPU per claim: $(cpu_line wclaim)"
+  fi
 
   # Deliveries: a backlog made with the switch off, then delivered.
   q "$PORT" "SELECT idemgate.set_actions_enabled(false, 'bench', 'build backlog')" >/dev/null

@@ -22,6 +22,7 @@ use CitusCluster;
 use DispatchHelpers;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use IPC::Run;
 use Test::More;
 
 my $cl = citus_cluster('single', distribute => 1);
@@ -276,6 +277,18 @@ is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'd-
 ($out, $err, @issued) = remote("SELECT outcome FROM idemgate.claim('d-5', '{}') WHERE outcome = 'claimed'");
 is($out, 'claimed', 'claim filtered: claimed');
 is(scalar(grep { /claim_in_bucket/ } @issued), 0, 'claim that is not the whole statement: not delegated');
+
+# In an extended-protocol pipeline, a claim after another statement is in
+# the pipeline's transaction: not delegated, rolled back with it.
+my $pipeline = PostgreSQL::Test::Utils::tempdir() . '/pipeline.sql';
+PostgreSQL::Test::Utils::append_to_file($pipeline,
+	"\\startpipeline\nSELECT 1;\nSELECT * FROM idemgate.claim('p-1', '{}');\nSELECT 1/0;\n\\endpipeline\n");
+my ($pout, $perr) = ('', '');
+IPC::Run::run([ 'pgbench', '-n', '-t', '1', '-M', 'extended', '-f', $pipeline,
+		'-h', $coord->host, '-p', $coord->port, 'app' ], '>', \$pout, '2>', \$perr);
+like($perr, qr/division by zero/, 'pipeline: the statement after the claim fails');
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'p-1'"), '0',
+	'pipeline: the claim rolls back with it');
 
 # Claims sent to a worker (Citus syncs the metadata to every node): the
 # key's node runs them, local or delegated; the coordinator does nothing.
