@@ -169,6 +169,19 @@ CallIsWholeTransaction(FunctionCallInfo fcinfo)
 	MyXactFlags |= XACT_FLAGS_NEEDIMMEDIATECOMMIT;
 	return true;
 }
+
+/* FunctionTransactionBlocks sets Citus's setting until EndShardAutocommit. */
+static int
+FunctionTransactionBlocks(const char *value)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("citus.function_opens_transaction_block", value,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	return nestlevel;
+}
+
 /*
  * BeginShardAutocommit makes the statements that follow, until
  * EndShardAutocommit(nestlevel), commit on their shard at once. An error
@@ -177,12 +190,7 @@ CallIsWholeTransaction(FunctionCallInfo fcinfo)
 int
 BeginShardAutocommit(void)
 {
-	int			nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("citus.function_opens_transaction_block", "off",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
-	return nestlevel;
+	return FunctionTransactionBlocks("off");
 }
 
 /*
@@ -193,12 +201,7 @@ BeginShardAutocommit(void)
 int
 BeginShardTransactions(void)
 {
-	int			nestlevel = NewGUCNestLevel();
-
-	(void) set_config_option("citus.function_opens_transaction_block", "on",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
-	return nestlevel;
+	return FunctionTransactionBlocks("on");
 }
 
 void
