@@ -33,6 +33,7 @@
 
 #include "access/xact.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
 #include "tcop/pquery.h"
@@ -118,10 +119,16 @@ CountingProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnl
 	PG_END_TRY();
 }
 
-/* InstallShardAutocommit installs the counting hooks (preload only). */
+/*
+ * InstallShardAutocommit installs the counting hooks (preload only), and
+ * only beside Citus, which must be preloaded too: one node pays nothing.
+ */
 void
 InstallShardAutocommit(void)
 {
+	if (shared_preload_libraries_string == NULL ||
+		strstr(shared_preload_libraries_string, "citus") == NULL)
+		return;
 	prev_ExecutorRun = ExecutorRun_hook;
 	ExecutorRun_hook = CountingExecutorRun;
 	prev_ExecutorFinish = ExecutorFinish_hook;
