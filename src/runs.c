@@ -770,21 +770,6 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			 errhint("Retry the call.")));
 }
 
-/*
- * ClaimAnywhere is claim() and claim(jsonb): on Citus, when the call is its
- * whole transaction (src/shard_autocommit.c), on the key's node; otherwise
- * here, in the caller's transaction.
- */
-static void
-ClaimAnywhere(FunctionCallInfo fcinfo, text *key, Jsonb *payload, Interval *lease,
-			  text *workflow, pg_uuid_t *owner, text *origin, ClaimResult *out)
-{
-	if (IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo))
-		ClaimInBucket(key, payload, lease, workflow, owner, origin, out);
-	else
-		ClaimRun(key, payload, lease, workflow, owner, NULL, NULL, origin, out);
-}
-
 /* LeaseArg returns a lease interval argument: positive, within max_lease_life. */
 static Interval *
 LeaseArg(FunctionCallInfo fcinfo, int argno, const char *name)
@@ -828,6 +813,68 @@ OriginArg(FunctionCallInfo fcinfo, int argno)
 		TextArg(fcinfo, argno, "origin", IDEMGATE_MAX_ORIGIN_BYTES);
 }
 
+/* claim()'s arguments. */
+typedef struct ClaimArgs
+{
+	text	   *key;
+	Jsonb	   *payload;
+	Interval   *lease;
+	text	   *workflow;		/* or NULL */
+	pg_uuid_t  *owner;			/* or NULL */
+	text	   *origin;			/* or NULL */
+} ClaimArgs;
+
+/* ReadClaimArgs reads claim()'s arguments, key first at argument first. */
+static void
+ReadClaimArgs(FunctionCallInfo fcinfo, int first, ClaimArgs *args)
+{
+	args->key = KeyArg(fcinfo, first, "key");
+	RequireArg(fcinfo, first + 1, "payload");
+	CheckDocumentArg(fcinfo, first + 1, "payload");
+	args->payload = PG_GETARG_JSONB_P(first + 1);
+	args->lease = LeaseArg(fcinfo, first + 2, "lease");
+	args->workflow = WorkflowArg(fcinfo, first + 3);
+	args->owner = PG_ARGISNULL(first + 4) ? NULL : PG_GETARG_UUID_P(first + 4);
+	args->origin = OriginArg(fcinfo, first + 5);
+}
+
+/*
+ * EmitClaim makes the claim and returns its one row, for claim(),
+ * claim(jsonb) and claim_in_bucket. in_bucket: claim_in_bucket's, whose
+ * statements are one transaction even when Citus did not delegate it, and
+ * for which payload_mismatch is an outcome. Otherwise, on Citus, a call
+ * that is its whole transaction (src/shard_autocommit.c) runs on the key's
+ * node (ClaimInBucket); any other runs here, in the caller's transaction.
+ */
+static Datum
+EmitClaim(FunctionCallInfo fcinfo, const ClaimArgs *args, bool in_bucket)
+{
+	ClaimResult res = {0};
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ConnectSPI();
+	if (in_bucket)
+	{
+		int			nestlevel = BeginShardTransactions();
+
+		for (int i = 0; i < 7; i++)
+			res.nulls[i] = true;
+		res.mismatch_is_outcome = true;
+		ClaimRun(args->key, args->payload, args->lease, args->workflow, args->owner,
+				 NULL, NULL, args->origin, &res);
+		EndShardAutocommit(nestlevel);
+	}
+	else if (IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo))
+		ClaimInBucket(args->key, args->payload, args->lease, args->workflow, args->owner,
+					  args->origin, &res);
+	else
+		ClaimRun(args->key, args->payload, args->lease, args->workflow, args->owner,
+				 NULL, NULL, args->origin, &res);
+	EmitClaimResult(fcinfo, &res);
+	SPI_finish();
+	return (Datum) 0;
+}
+
 /*
  * idemgate_claim implements claim(key, payload, lease, workflow, owner,
  * origin): exactly one row, outcome claimed, recovered or duplicate.
@@ -835,23 +882,10 @@ OriginArg(FunctionCallInfo fcinfo, int argno)
 Datum
 idemgate_claim(PG_FUNCTION_ARGS)
 {
-	text	   *key = KeyArg(fcinfo, 0, "key");
-	Jsonb	   *payload;
-	Interval   *lease;
-	ClaimResult res = {0};
+	ClaimArgs	args;
 
-	RequireArg(fcinfo, 1, "payload");
-	CheckDocumentArg(fcinfo, 1, "payload");
-	payload = PG_GETARG_JSONB_P(1);
-	lease = LeaseArg(fcinfo, 2, "lease");
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ConnectSPI();
-	ClaimAnywhere(fcinfo, key, payload, lease, WorkflowArg(fcinfo, 3),
-				  PG_ARGISNULL(4) ? NULL : PG_GETARG_UUID_P(4), OriginArg(fcinfo, 5), &res);
-	EmitClaimResult(fcinfo, &res);
-	SPI_finish();
-	return (Datum) 0;
+	ReadClaimArgs(fcinfo, 0, &args);
+	return EmitClaim(fcinfo, &args, false);
 }
 
 /*
@@ -863,37 +897,16 @@ idemgate_claim(PG_FUNCTION_ARGS)
 Datum
 idemgate_claim_in_bucket(PG_FUNCTION_ARGS)
 {
-	text	   *key = KeyArg(fcinfo, 1, "key");
-	Jsonb	   *payload;
-	Interval   *lease;
-	ClaimResult res = {0};
-	int			nestlevel;
+	ClaimArgs	args;
 
 	RequireArg(fcinfo, 0, "bucket");
-	if (PG_GETARG_INT32(0) != KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)))
+	ReadClaimArgs(fcinfo, 1, &args);
+	if (PG_GETARG_INT32(0) != KeyBucket(VARDATA_ANY(args.key), VARSIZE_ANY_EXHDR(args.key)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("bucket %d is not the bucket of key \"%s\"",
-						PG_GETARG_INT32(0), text_to_cstring(key))));
-	RequireArg(fcinfo, 2, "payload");
-	CheckDocumentArg(fcinfo, 2, "payload");
-	payload = PG_GETARG_JSONB_P(2);
-	lease = LeaseArg(fcinfo, 3, "lease");
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ConnectSPI();
-	for (int i = 0; i < 7; i++)
-		res.nulls[i] = true;
-	res.mismatch_is_outcome = true;
-	/* Its statements are one transaction, even when it was not delegated. */
-	nestlevel = BeginShardTransactions();
-	ClaimRun(key, payload, lease, WorkflowArg(fcinfo, 4),
-			 PG_ARGISNULL(5) ? NULL : PG_GETARG_UUID_P(5), NULL, NULL, OriginArg(fcinfo, 6),
-			 &res);
-	EndShardAutocommit(nestlevel);
-	EmitClaimResult(fcinfo, &res);
-	SPI_finish();
-	return (Datum) 0;
+						PG_GETARG_INT32(0), text_to_cstring(args.key))));
+	return EmitClaim(fcinfo, &args, true);
 }
 
 /* RequestField finds field name in the request object, or NULL. */
@@ -984,7 +997,6 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	text	   *origin;
 	Interval   *lease;
 	pg_uuid_t  *owner = NULL;
-	ClaimResult res = {0};
 	JsonbIterator *it;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
@@ -1060,12 +1072,11 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 				 errmsg("field \"origin\" of argument \"request\" must be between 1 and %d bytes long, not %d",
 						IDEMGATE_MAX_ORIGIN_BYTES, (int) VARSIZE_ANY_EXHDR(origin))));
 
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ConnectSPI();
-	ClaimAnywhere(fcinfo, key, payload, lease, workflow, owner, origin, &res);
-	EmitClaimResult(fcinfo, &res);
-	SPI_finish();
-	return (Datum) 0;
+	{
+		ClaimArgs	args = {key, payload, lease, workflow, owner, origin};
+
+		return EmitClaim(fcinfo, &args, false);
+	}
 }
 
 /*

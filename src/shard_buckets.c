@@ -12,6 +12,8 @@
  *	  shard id, so they are computed once per shard and kept; which shards
  *	  are placed here is read again at every call, from the metadata Citus
  *	  keeps on each node, so a moved shard is scanned where it now lives.
+ *	  On this node's own shards, ShardBucketsWithWork first narrows the
+ *	  buckets to those that hold work, read from the shard table itself.
  *	  Going through Citus, never to the shard table itself, keeps a shard
  *	  move's write blocking and the row locks in force.
  *
