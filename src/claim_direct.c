@@ -115,6 +115,7 @@
 #include "utils/timestamp.h"
 
 #include "claim_direct.h"
+#include "tombstones.h"
 #include "distributed.h"
 
 /* How the statement fills a known column it does not name. */
@@ -735,6 +736,7 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	List	   *arbiter;
 	ItemPointerData conflict_tid;
 	ClaimPath	path = CLAIM_USE_STATEMENT;
+	bool		no_conflict;
 
 	/* The statement raises the errors of these (a read-only transaction). */
 	if (XactReadOnly || IsInParallelMode())
@@ -786,7 +788,10 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	arbiter = list_make1_oid(runs_table.pkey);
 
 	/* 1: is the key held, or being inserted (then wait for the outcome)? */
-	if (ExecCheckIndexConstraints(ins.rri, ins.slot, ins.estate, &conflict_tid, arbiter))
+	no_conflict = ExecCheckIndexConstraints(ins.rri, ins.slot, ins.estate, &conflict_tid, arbiter);
+	if (no_conflict && FindTombstone(run->key, &existing->tombstone))
+		path = CLAIM_TOMBSTONED;	/* purged: src/tombstones.c */
+	else if (no_conflict)
 	{
 		/* 2: insert speculatively; a concurrent inserter may still win. */
 		TransactionId xid = GetCurrentTransactionId();

@@ -13,6 +13,8 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
+#include "tombstones.h"
+
 /* A run to claim: the arguments of the claim statement. */
 typedef struct NewRun
 {
@@ -36,12 +38,14 @@ typedef struct ExistingRun
 	bool		result_null;
 	Datum		workflow;		/* text, detoasted */
 	bool		workflow_null;
+	Tombstone	tombstone;		/* CLAIM_TOMBSTONED */
 } ExistingRun;
 
 typedef enum ClaimPath
 {
 	CLAIM_INSERTED,				/* a new run, version 0 */
 	CLAIM_EXISTS,				/* see ExistingRun */
+	CLAIM_TOMBSTONED,			/* no run, a tombstone: ExistingRun.tombstone */
 	CLAIM_USE_STATEMENT			/* nothing written: run the claim statement */
 } ClaimPath;
 

@@ -272,6 +272,47 @@ ReleaseItem(Claimed *it)
 }
 
 /*
+ * FailureClass classes a request that got no complete response, from what
+ * libcurl reported (the stage of the error, the bytes of the request
+ * written: HttpRequest.request_sent), never from its message text. Before
+ * the whole request was written the provider cannot have acted on it:
+ * transport, retried. After it, the provider may have acted: a timeout is
+ * timeout_after_send, anything else lost_after_send; both are unknown for
+ * an endpoint that cannot dedupe (src/outbox.c).
+ */
+static const char *
+FailureClass(const HttpRequest *r)
+{
+	if (r->destination_refused)
+		return "rejected";		/* http.c refused to connect */
+	switch (r->curl_code)
+	{
+		case CURLE_UNSUPPORTED_PROTOCOL:
+		case CURLE_URL_MALFORMAT:
+			return "rejected";
+		case CURLE_COULDNT_RESOLVE_HOST:
+		case CURLE_COULDNT_RESOLVE_PROXY:
+		case CURLE_COULDNT_CONNECT:
+			return "transport";	/* no connection: nothing was written */
+		case CURLE_SEND_FAIL_REWIND:
+
+			/*
+			 * A reused connection died and libcurl wanted to send the request
+			 * again (RefuseRewind in http.c refused): whether the provider
+			 * got it depends on how much of it was handed over.
+			 */
+			return r->body_sent >= r->body_len ? "lost_after_send" : "transport";
+		default:
+			break;
+	}
+	if (!r->request_sent)
+		return "transport";
+	if (r->curl_code == CURLE_OPERATION_TIMEDOUT)
+		return "timeout_after_send";
+	return "lost_after_send";
+}
+
+/*
  * RecordOutcome records one finished effect exactly as complete_effect /
  * fail_effect would. Classification:
  *   2xx                             completed (provider id from the body)
@@ -283,9 +324,12 @@ ReleaseItem(Claimed *it)
  * in last_error ("HTTP 400: {...}", see ErrorBodyExcerpt).
  *   other 4xx (and 1xx)             rejected
  *   non-public address, not listed  rejected (http.c refused to connect)
- *   refused, DNS, reset, TLS        transport
- *   timeout or no response, request not yet sent      transport
- *   timeout or empty reply after the request was sent timeout_after_send
+ *   any failure before the whole request was written  transport
+ *   a timeout after the whole request was written     timeout_after_send
+ *   any other failure after that (reset, close before
+ *   a complete response, TLS or read error, malformed
+ *   response)                                         lost_after_send
+ * (FailureClass; docs/dispatcher.md, "Classification").
  * libcurl never re-sends a request by itself (see RefuseRewind in http.c).
  */
 static void
@@ -337,31 +381,7 @@ RecordOutcome(Claimed *it)
 	}
 	else
 	{
-		switch (r->destination_refused ? CURLE_URL_MALFORMAT : r->curl_code)
-		{
-			case CURLE_COULDNT_RESOLVE_HOST:
-			case CURLE_COULDNT_RESOLVE_PROXY:
-			case CURLE_COULDNT_CONNECT:
-			case CURLE_SEND_ERROR:
-			case CURLE_RECV_ERROR:
-			case CURLE_SSL_CONNECT_ERROR:
-			case CURLE_PEER_FAILED_VERIFICATION:
-				/* Refused or reset: retried, as the contract says. */
-				cls = "transport";
-				break;
-			case CURLE_SEND_FAIL_REWIND:
-				/* The connection died after the request went out (see http.c). */
-				cls = (r->os_errno == ECONNRESET) ? "transport" : "timeout_after_send";
-				break;
-			case CURLE_UNSUPPORTED_PROTOCOL:
-			case CURLE_URL_MALFORMAT:
-				cls = "rejected";
-				break;
-			default:
-				/* Timeouts, empty replies and the rest: was the request out? */
-				cls = r->request_sent ? "timeout_after_send" : "transport";
-				break;
-		}
+		cls = FailureClass(r);
 		if (r->curl_code == CURLE_SEND_FAIL_REWIND)
 			snprintf(msg, sizeof(msg), "connection %s without a response after the request was sent",
 					 r->os_errno == ECONNRESET ? "reset" : "closed");

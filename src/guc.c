@@ -32,6 +32,9 @@ int			IdemgateAlertStuckAfterSecs = 15 * 60;
 int			IdemgateAlertDispatcherMissingAfterSecs = 60;
 int			IdemgateAlertStalledAfterSecs = 15 * 60;
 int			IdemgateAlertLeaseTakeovers = 5;
+int			IdemgateAlertApprovalWaitSecs = 4 * 3600;
+int			IdemgateMaxRepairs = 2;
+int			IdemgateTombstoneRetentionSecs = 400 * SECS_PER_DAY;
 bool		IdemgateAlertNotifyDetails = true;
 
 /*
@@ -193,6 +196,22 @@ DefineIdemgateSettings(void)
 							"Takeovers of expired leases in one workflow in 10 minutes above which lease_takeovers fires.",
 							NULL, &IdemgateAlertLeaseTakeovers, 5, 0, PG_INT32_MAX,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("idemgate.alert_approval_wait",
+							"How long an approval may wait undecided before approvals_waiting fires.",
+							NULL, &IdemgateAlertApprovalWaitSecs, 4 * 3600, 60, IDEMGATE_MAX_ALERT_APPROVAL_WAIT_SECS,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+
+	/* Read by record_validation: the seeds' bounded repair. */
+	DefineCustomIntVariable("idemgate.max_repairs",
+							"Invalid validations of one run that may be repaired; the next one fails the run for good (invalid_output).",
+							NULL, &IdemgateMaxRepairs, 2, 0, IDEMGATE_MAX_REPAIRS,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+
+	/* Read by purge and purge_tombstones. */
+	DefineCustomIntVariable("idemgate.tombstone_retention",
+							"How long purge keeps a purged run's key, payload hash and final state, so that a late duplicate is still recognised.",
+							NULL, &IdemgateTombstoneRetentionSecs, 400 * SECS_PER_DAY, 0, IDEMGATE_MAX_TOMBSTONE_RETENTION_SECS,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 
 	/*
 	 * Read by publish_alerts. Anyone who may connect may LISTEN, so this is

@@ -24,6 +24,9 @@ extern int	IdemgateAlertStuckAfterSecs;
 extern int	IdemgateAlertDispatcherMissingAfterSecs;
 extern int	IdemgateAlertStalledAfterSecs;
 extern int	IdemgateAlertLeaseTakeovers;
+extern int	IdemgateAlertApprovalWaitSecs;
+extern int	IdemgateMaxRepairs;
+extern int	IdemgateTombstoneRetentionSecs;
 extern bool IdemgateAlertNotifyDetails;
 
 extern void DefineIdemgateSettings(void);

@@ -111,6 +111,12 @@
 #define IDEMGATE_UNSETTLED_ALERT_RUNS	1000
 /* Upper bound of idemgate.alert_stalled_after. */
 #define IDEMGATE_MAX_ALERT_STALLED_SECS	(7 * SECS_PER_DAY)
+/* idemgate.alert_approval_wait at most 30 days. */
+#define IDEMGATE_MAX_ALERT_APPROVAL_WAIT_SECS	(30 * SECS_PER_DAY)
+/* idemgate.max_repairs at most 100 repairs of one run's output. */
+#define IDEMGATE_MAX_REPAIRS	100
+/* idemgate.tombstone_retention at most 10 years. */
+#define IDEMGATE_MAX_TOMBSTONE_RETENTION_SECS	(3650 * SECS_PER_DAY)
 /*
  * Payload mismatches (IG001) counted in shared memory per database and
  * workflow: how many workflows at once, and how long after its last

@@ -10,7 +10,7 @@
  *
  *	pending --claim--> sending --complete--> completed
  *	   ^                  |  \--fail: rejected, or retries exhausted--> failed
- *	   |                  |   \-fail: timeout_after_send/server_error--> unknown
+ *	   |                  |   \-fail: timeout_after_send/lost_after_send/server_error--> unknown
  *	   +--fail: retryable-+    (retryable instead when the endpoint
  *	      (with backoff)        honours the Idempotency-Key)
  *
@@ -99,6 +99,7 @@ static const ErrorClass error_classes[] = {
 	{"rate_limited", FAIL_RETRY, false},
 	{"unavailable", FAIL_RETRY, false},
 	{"timeout_after_send", FAIL_MAYBE_SENT, false},
+	{"lost_after_send", FAIL_MAYBE_SENT, false},
 	{"server_error", FAIL_MAYBE_SENT, false},
 	{"rejected", FAIL_REJECT, false},
 	{"lease_expired", FAIL_MAYBE_SENT, true},
@@ -572,6 +573,8 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 										  ec->name, clipped, attempts);
 
 		SetDeadLetterTarget(id, target);
+		/* Its run ends failed_terminal if nothing else of it is open. */
+		CompleteRunIfDone(key);
 	}
 	return new_state;
 }

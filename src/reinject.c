@@ -13,9 +13,10 @@
  *
  *	- effect letter: the effect (state failed) goes back to pending with
  *	  attempts 0, due now, keeping its effect_id, so the provider still sees
- *	  the same Idempotency-Key. Its run stays approved (a run is approved
- *	  for as long as any of its effects is not completed); a letter whose
- *	  run is no longer approved is refused, since its effect could never be
+ *	  the same Idempotency-Key. Its run, failed_terminal since its last
+ *	  effect settled with this one failed (docs/outbox.md, "Completing a
+ *	  run"), goes back to approved in the same event; a letter whose run
+ *	  is in any other state is refused, since its effect could never be
  *	  sent.
  *	- run letter: the run (failed_terminal) goes back to failed_retryable
  *	  with its failure count reset, so the next delivery of the same event
@@ -88,13 +89,17 @@ ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, bool raise)
 		return Refuse(raise, id, psprintf("its effect is %s, not failed", effect.state));
 	if (effect.run_state == NULL)
 		return Refuse(raise, id, "the effect's run no longer exists");
-	if (strcmp(effect.run_state, "approved") != 0)
+	if (strcmp(effect.run_state, "approved") != 0 &&
+		strcmp(effect.run_state, "failed_terminal") != 0)
 		return Refuse(raise, id, psprintf("the effect's run is %s, not approved, so it could never be sent",
 										  effect.run_state));
 
 	RequeueLockedEffect(effect_id);
 	DetailsInit(&details);
 	DetailsInt(&details, "dead_letter_id", id);
+	/* The run ended with this failure (docs/outbox.md): it goes back. */
+	if (strcmp(effect.run_state, "failed_terminal") == 0)
+		MoveRunState(effect.key, "failed_terminal", "approved", NULL, false, &details);
 	RecordEvent(effect.key, effect_id, "effect_reinjected", actor, DetailsFinish(&details));
 	return REINJECT_DONE;
 }

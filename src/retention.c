@@ -73,7 +73,9 @@
 #include "metrics.h"
 #include "shard_buckets.h"
 #include "spi_util.h"
+#include "guc.h"
 #include "idemgate_limits.h"
+#include "tombstones.h"
 
 PG_FUNCTION_INFO_V1(idemgate_purge);
 PG_FUNCTION_INFO_V1(idemgate_purge_dead_letters);
@@ -103,7 +105,7 @@ static SavedStatement doomed_stmt = {
  * R the rollups' data-modifying CTEs: with run_metrics_rollup (1.2), or
  * without it on an older schema (README.md, "Upgrading").
  */
-#define PURGE_DELETES \
+#define PURGE_DELETES(TOMBSTONES) \
 	", ev AS (" \
 	" DELETE FROM idemgate.events e USING doomed x" \
 	" WHERE e.idempotency_key = x.idempotency_key/*@buckets e*/ RETURNING 1" \
@@ -118,27 +120,42 @@ static SavedStatement doomed_stmt = {
 	" WHERE o.idempotency_key = x.idempotency_key/*@buckets o*/ RETURNING 1" \
 	"), ru AS (" \
 	" DELETE FROM idemgate.runs r USING doomed x" \
-	" WHERE r.idempotency_key = x.idempotency_key/*@buckets r*/ RETURNING 1" \
-	")" \
+	" WHERE r.idempotency_key = x.idempotency_key/*@buckets r*/" \
+	" RETURNING r.idempotency_key, r.payload_hash, r.state, r.updated_at" \
+	")" TOMBSTONES \
 	" SELECT (SELECT pg_catalog.count(*) FROM ru), (SELECT pg_catalog.count(*) FROM ev)," \
 	"        (SELECT pg_catalog.count(*) FROM ap), (SELECT pg_catalog.count(*) FROM ob)," \
 	"        (SELECT pg_catalog.count(*) FROM dl)"
 
-#define PURGE_STATEMENT(ROLLUPS) \
+#define PURGE_STATEMENT(ROLLUPS, TOMBSTONES) \
 	"WITH doomed AS (" \
 	" SELECT DISTINCT k.idempotency_key FROM pg_catalog.unnest($1::pg_catalog.text[]) AS k(idempotency_key)" \
 	")" \
 	ROLLUPS		/* what metrics() and run_metrics() count of them is kept */ \
-	PURGE_DELETES
+	PURGE_DELETES(TOMBSTONES)
 
+/* With tombstones (1.3, src/tombstones.c), $2 idemgate.tombstone_retention. */
 static SavedStatement purge_stmt = {
-	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES),
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, TOMBSTONE_INSERT_CTE),
+	2, {TEXTARRAYOID, INT4OID}
+};
+
+/* On a 1.2 schema, and on Citus (tombstones are kept on one node only). */
+static SavedStatement purge_stmt_12 = {
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, ""),
 	1, {TEXTARRAYOID}
 };
 
 static SavedStatement purge_stmt_11 = {
-	PURGE_STATEMENT(METRICS_ROLLUP_CTES),
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES, ""),
 	1, {TEXTARRAYOID}
+};
+
+/* Tombstones past idemgate.tombstone_retention go at every purge. */
+static SavedStatement expire_tombstones_stmt = {
+	"DELETE FROM idemgate.tombstones"
+	" WHERE purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))",
+	1, {INT4OID}
 };
 
 static SavedStatement purge_dead_letters_stmt = {
@@ -180,8 +197,9 @@ ActorName(void)
 static void
 PurgeRuns(Interval *older_than, Datum buckets, int64 *counts)
 {
-	SavedStatement *stmt = RunMetricsInstalled() ? &purge_stmt : &purge_stmt_11;
-	Datum		values[1];
+	SavedStatement *stmt = !RunMetricsInstalled() ? &purge_stmt_11 :
+		(buckets == (Datum) 0 && TombstonesInstalled()) ? &purge_stmt : &purge_stmt_12;
+	Datum		values[2];
 	int			rc;
 
 	values[0] = IntervalPGetDatum(older_than);
@@ -190,6 +208,7 @@ PurgeRuns(Interval *older_than, Datum buckets, int64 *counts)
 	if (SPI_processed == 0)
 		return;
 	values[0] = ResultColumnArray(1, TEXTOID);
+	values[1] = Int32GetDatum(IdemgateTombstoneRetentionSecs);
 	if (buckets != (Datum) 0)
 		rc = ExecSavedInBuckets(stmt, values, NULL, false, 0, buckets);
 	else
@@ -233,7 +252,16 @@ idemgate_purge(PG_FUNCTION_ARGS)
 			PurgeRuns(older_than, ((ShardSet *) lfirst(lc))->buckets, counts);
 	}
 	else
+	{
 		PurgeRuns(older_than, (Datum) 0, counts);
+		if (TombstonesInstalled())
+		{
+			Datum		secs = Int32GetDatum(IdemgateTombstoneRetentionSecs);
+
+			if (ExecSaved(&expire_tombstones_stmt, &secs, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not expire tombstones");
+		}
+	}
 
 	DetailsInit(&details);
 	DetailsInt(&details, "runs", counts[0]);

@@ -52,6 +52,7 @@
 #include "shard_autocommit.h"
 #include "spi_util.h"
 #include "sqlstates.h"
+#include "tombstones.h"
 
 PG_FUNCTION_INFO_V1(idemgate_claim);
 PG_FUNCTION_INFO_V1(idemgate_claim_request);
@@ -219,11 +220,18 @@ static SavedStatement lock_runs_stmt = {
 
 static SavedStatement complete_runs_stmt = {
 	"UPDATE idemgate.runs r"
-	" SET state = 'completed', version = r.version OPERATOR(pg_catalog.+) 1,"
+	" SET state = CASE WHEN EXISTS (SELECT 1 FROM idemgate.outbox o"
+	"                               WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
+	"                                 AND o.state OPERATOR(pg_catalog.=) 'failed')"
+	"                  THEN 'failed_terminal' ELSE 'completed' END,"
+	"     version = r.version OPERATOR(pg_catalog.+) 1,"
 	"     updated_at = pg_catalog.now(),"
-	"     result = CASE WHEN r.result IS NULL"
-	"                     OR (r.result OPERATOR(pg_catalog.?) 'error_class'"
-	"                         AND r.result OPERATOR(pg_catalog.?) 'failures')"
+	"     result = CASE WHEN NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
+	"                                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
+	"                                      AND o.state OPERATOR(pg_catalog.=) 'failed')"
+	"                    AND (r.result IS NULL"
+	"                         OR (r.result OPERATOR(pg_catalog.?) 'error_class'"
+	"                             AND r.result OPERATOR(pg_catalog.?) 'failures'))"
 	"              THEN (SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
 	"                      pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'effect_type', o.effect_type,"
 	"                        'target', o.target, 'state', o.state, 'provider_id', o.provider_id)"
@@ -235,8 +243,21 @@ static SavedStatement complete_runs_stmt = {
 	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
 	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
-	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[]))",
+	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled,failed}'::pg_catalog.text[]))"
+	" RETURNING r.idempotency_key, r.state, r.version, r.workflow",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
+};
+
+/*
+ * The failed effects of a run that just ended failed_terminal, for its
+ * state_changed event.
+ */
+static SavedStatement failed_effects_stmt = {
+	"SELECT pg_catalog.jsonb_agg(o.effect_id ORDER BY o.created_at, o.effect_id)"
+	" FROM idemgate.outbox o"
+	" WHERE o.idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/"
+	"   AND o.state OPERATOR(pg_catalog.=) 'failed'",
+	1, {TEXTOID}
 };
 
 /*
@@ -250,7 +271,7 @@ static SavedStatement approved_runs_stmt = {
 	"SELECT r.idempotency_key, r.updated_at,"
 	"       (SELECT o.effect_id FROM idemgate.outbox o"
 	"         WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@join o r*/"
-	"           AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled}'::pg_catalog.text[])"
+	"           AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled,failed}'::pg_catalog.text[])"
 	"         LIMIT 1) IS NULL"
 	" FROM idemgate.runs r"
 	" WHERE r.state OPERATOR(pg_catalog.=) 'approved'"
@@ -622,6 +643,34 @@ ClaimExisting(text *key, bytea *hash, text *workflow, const char *actor,
 				   result, result_null, existing_workflow, workflow_null, origin, out);
 }
 
+/*
+ * ClaimTombstoned makes the outcome of a claim of a key purge left a
+ * tombstone of (src/tombstones.c): IG001 for another payload (or the
+ * outcome payload_mismatch for claim_in_bucket), else duplicate with
+ * state purged. Nothing is written: no run holds the key any more.
+ */
+static void
+ClaimTombstoned(text *key, bytea *hash, text *workflow, const Tombstone *t,
+				ClaimResult *out)
+{
+	if (!TombstoneMatches(t, hash))
+	{
+		if (!out->mismatch_is_outcome)
+			ReportPayloadMismatch(key, (Datum) 0, true, workflow);
+		out->outcome = "payload_mismatch";
+		out->values[6] = PointerGetDatum(workflow);
+		out->nulls[6] = workflow == NULL;
+		return;
+	}
+	out->outcome = "duplicate";
+	out->values[1] = PointerGetDatum(key);
+	out->nulls[1] = false;
+	out->values[2] = CStringGetTextDatum("purged");
+	out->nulls[2] = false;
+	for (int i = 3; i < 6; i++)
+		out->nulls[i] = true;
+}
+
 /* claim_in_bucket, which Citus delegates to the node of its bucket. */
 static SavedStatement claim_in_bucket_stmt = {
 	"SELECT outcome, idempotency_key, state, lease_owner, version, result, mismatch_workflow"
@@ -717,8 +766,16 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 						   existing.result, existing.result_null,
 						   existing.workflow, existing.workflow_null, origin, out);
 			return;
+		case CLAIM_TOMBSTONED:
+			ClaimTombstoned(key, hash, workflow, &existing.tombstone, out);
+			return;
 		case CLAIM_USE_STATEMENT:
 			break;
+	}
+	if (FindTombstone(key, &existing.tombstone))
+	{
+		ClaimTombstoned(key, hash, workflow, &existing.tombstone, out);
+		return;
 	}
 
 	values[0] = PointerGetDatum(key);
@@ -748,6 +805,12 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		{
 			int64		version = DatumGetInt64(GetResultDatum(0, 4, &isnull));
 
+			/* Purged and tombstoned while the statement waited for purge. */
+			if (version == 0 && FindTombstone(key, &existing.tombstone))
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not claim key \"%s\": it was purged concurrently", text_to_cstring(key)),
+						 errhint("Retry the call: it answers duplicate with state purged.")));
 			out->outcome = version == 0 ? "claimed" : "recovered";
 			for (int i = 0; i < 5; i++)
 				out->values[i + 1] = GetResultDatum(0, i + 1, &out->nulls[i + 1]);
@@ -1387,19 +1450,51 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 }
 
 /*
- * CompleteLockedRuns completes the runs of keys (a text[] datum), locked by
- * this transaction and approved when locked, that have no effect in another
- * state than completed or cancelled, and returns how many it completed.
- * Every transaction that settles an effect locks its run afterwards, so
- * with the locks held, a snapshot taken now sees every settled sibling
- * (see complete_runs_stmt). Must be called inside SPI.
+ * CompleteLockedRuns ends the runs of keys (a text[] datum), locked by
+ * the caller while they were approved, whose effects are all settled
+ * (see complete_runs_stmt): completed, or failed_terminal when one of them
+ * failed for good (docs/outbox.md, "Completing a run"). A failed run gets
+ * a state_changed event naming its failed effects, and the
+ * terminal_failure alert fires for it at once. Returns how many runs
+ * ended. Must be called inside SPI.
  */
 int
 CompleteLockedRuns(Datum keys)
 {
-	if (ExecSavedLatest(&complete_runs_stmt, &keys, NULL, 0) != SPI_OK_UPDATE)
+	uint64		n;
+	SPITupleTable *ended;
+
+	if (ExecSavedLatest(&complete_runs_stmt, &keys, NULL, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not complete runs");
-	return (int) SPI_processed;
+	n = SPI_processed;
+	ended = SPI_tuptable;
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		text	   *key;
+		Datum		d;
+		EventDetails details;
+
+		SPI_tuptable = ended;
+		if (strcmp(TextDatumGetCString(GetResultDatum(i, 2, &isnull)), "failed_terminal") != 0)
+			continue;
+		key = DatumGetTextPCopy(GetResultDatum(i, 1, &isnull));
+		DetailsInit(&details);
+		AddStateChange(&details, "approved", "failed_terminal",
+					   DatumGetInt64(GetResultDatum(i, 3, &isnull)), NULL);
+		d = GetResultDatum(i, 4, &isnull);
+		if (!isnull)
+			DetailsText(&details, "workflow", TextDatumGetCString(d));
+		DetailsText(&details, "reason", "an effect failed for good");
+		d = PointerGetDatum(key);
+		if (ExecSaved(&failed_effects_stmt, &d, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read failed effects");
+		d = GetResultDatum(0, 1, &isnull);
+		if (!isnull)
+			DetailsJsonb(&details, "failed_effects", DatumGetJsonbPCopy(d));
+		RecordEvent(key, NULL, "state_changed", NULL, DetailsFinish(&details));
+	}
+	return (int) n;
 }
 
 /*

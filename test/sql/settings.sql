@@ -29,3 +29,10 @@ ALTER SYSTEM SET idemgate.max_backoff = '8d';
 SELECT name, min_val, max_val FROM pg_settings
 WHERE name IN ('idemgate.dispatchers', 'idemgate.max_in_flight', 'idemgate.max_backoff', 'idemgate.max_lease_life')
 ORDER BY name;
+-- 1.3: the ranges of the settings of the failure paths, named when refused.
+ALTER SYSTEM SET idemgate.tombstone_retention = -1;
+ALTER SYSTEM SET idemgate.max_repairs = 101;
+ALTER SYSTEM SET idemgate.alert_approval_wait = 0;
+SELECT name, setting, min_val, max_val FROM pg_settings
+WHERE name IN ('idemgate.tombstone_retention', 'idemgate.max_repairs', 'idemgate.alert_approval_wait')
+ORDER BY name;

@@ -54,7 +54,7 @@ use Test::More;
 
 # Every released version, oldest first. Releasing one (freezing its update
 # script at the root) adds it here, so the update from it is tested too.
-my @released = ('1.0', '1.1');
+my @released = ('1.0', '1.1', '1.2');
 
 my $tmp = $PostgreSQL::Test::Utils::tmp_check;
 my $sink = start_sink('update', 900);

@@ -54,7 +54,7 @@ is($node->safe_psql('app', q{
 	SELECT idemgate.purge('1 day')}), '1', 'purge works');
 
 # The update.
-$node->safe_psql('app', 'ALTER EXTENSION idemgate UPDATE');
+$node->safe_psql('app', "ALTER EXTENSION idemgate UPDATE TO '1.2'");
 is($node->safe_psql('app', "SELECT extversion FROM pg_extension WHERE extname = 'idemgate'"), '1.2', 'updated to 1.2');
 is($node->safe_psql('app', q{
 	SELECT details::text FROM idemgate.events WHERE kind = 'endpoint_registered'}),

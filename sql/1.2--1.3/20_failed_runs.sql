@@ -1,157 +1,40 @@
--- sql/1.1--1.2/50_unsettled_runs.sql
---
--- A run completes with its last effect under every isolation level
--- (docs/outbox.md, "Completing a run"; src/runs.c): the completion check
--- runs in a snapshot taken after the run's lock. Around it, a safety net
--- and an alert for approved runs whose effects are all settled, however
--- they got there (before this version, two effects completed at once in
--- REPEATABLE READ transactions left their run approved for ever):
---   complete_settled_runs(max_runs)  completes them; the dispatcher calls
---                                    it every second (src/dispatcher.c);
---   alert unsettled_runs             names them (workflow, first keys)
---                                    when they last more than a minute.
--- C: src/runs.c (CompleteSettledRuns), src/dispatcher.c.
-
--- ---------------------------------------------------------------------------
--- The alerts about runs (stalled_runs, unsettled_runs) and the safety net
--- find their runs through one partial index of the runs in flight:
--- processing, failed_retryable and approved, by updated_at then state, so
--- each reads only its own states. A claim adds one entry to it (a new run
--- is processing; bench/README.md), and a change of state is no longer a HOT
--- update (the predicate reads state). A second partial index would cost
--- every claim its opening and its predicate (about 7,700 CPU instructions
--- of 159,000, bench/claim/instructions.sh).
-CREATE INDEX runs_open_idx ON idemgate.runs (updated_at, state)
-    WHERE state IN ('processing', 'failed_retryable', 'approved');
-
--- ---------------------------------------------------------------------------
-CREATE FUNCTION idemgate.complete_settled_runs(max_runs integer DEFAULT NULL) RETURNS integer
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'idemgate_complete_settled_runs';
-COMMENT ON FUNCTION idemgate.complete_settled_runs(integer) IS
-'Complete the approved runs none of whose effects is in another state than completed or cancelled (each locked, SKIP LOCKED, and checked again after the lock), as their last effect should have; returns how many. max_runs NULL looks at every approved run; a number (1..100000) looks at that many, continuing where the previous call of this session stopped. The dispatcher calls it every second; call it where no dispatcher serves the database';
-REVOKE ALL ON FUNCTION idemgate.complete_settled_runs(integer) FROM PUBLIC;
-INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
-    ('operator', 'idemgate.complete_settled_runs(integer)');
--- Roles that already hold operator get it from 99_release_grants.sql.
-
--- ---------------------------------------------------------------------------
--- Alerts: the 1.1 alerts plus
---   stalled_runs      per workflow: runs left processing with an expired
---                     lease, or failed_retryable and not redelivered, for
---                     longer than idemgate.alert_stalled_after (15 min);
---   terminal_failure  per workflow: runs failed for good in the last hour
---                     (open dead letters), at once;
---   lease_takeovers   per workflow: more than idemgate.alert_lease_takeovers
---                     (5) takeovers of expired leases in 10 minutes;
---   payload_mismatch  per workflow: claims refused with IG001 in the last
---                     hour (payload_mismatches());
---   unsettled_runs    per workflow: runs approved with all their effects
---                     settled for longer than a minute, not completed.
--- Each names the workflow and the first keys (at most 3, each cut to 64
--- characters: IDEMGATE_ALERT_FIRST_KEYS and IDEMGATE_ALERT_KEY_CHARS in
--- src/idemgate_limits.h), in its message and in the new column keys. The
--- silence check keeps the predicate of events_claim_workflow_idx.
--- Whoever redefines this view later: start from this file's definition.
--- The three parts of the alerts that read per-run tables in ways Citus
--- cannot run across shards (a recursive skip scan, look-ups per type, per
--- workflow and per run) are functions, each run once per read of the
--- view: standard SQL bodies, parsed here like a view's, with the plans the
--- view had. They read the tables as their owner, as the view does, so a
--- reader needs EXECUTE on them (the reader bundle). idemgate.distribute()
--- points each at its distributed version
--- (sql/1.1--1.2/62_distributed_alerts.sql).
-
--- Per effect type with pending effects: those due for longer than
--- stuck_after and, unless here (a dispatcher serves this database), the
--- HTTP ones due for longer than missing_after. The types come from a skip
--- scan of the partial index outbox_due_idx (effect_type, next_attempt_at)
--- WHERE pending, so that publish_alerts (every second) never reads a
--- healthy backlog row by row: each type costs an index range of its old
--- rows only. Effects are pending only once their run was approved; one
--- whose run was failed since is never sent either, so it counts as stuck
--- too (cancel_effect it).
-CREATE FUNCTION idemgate.alert_pending_types(stuck_after interval, missing_after interval, here boolean)
-RETURNS TABLE(effect_type text, stuck bigint, stuck_since timestamptz,
-              overdue bigint, overdue_since timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-WITH RECURSIVE ptypes(effect_type) AS (
-    (SELECT o.effect_type FROM idemgate.outbox o
-      WHERE o.state = 'pending' ORDER BY o.effect_type LIMIT 1)
-    UNION ALL
-    SELECT (SELECT o.effect_type FROM idemgate.outbox o
-             WHERE o.state = 'pending' AND o.effect_type > p.effect_type
-             ORDER BY o.effect_type LIMIT 1)
-      FROM ptypes p WHERE p.effect_type IS NOT NULL
+-- sql/1.2--1.3/20_failed_runs.sql — a run whose effect failed for good
+-- ends (docs/outbox.md, "Completing a run"). When every effect of an
+-- approved run is settled and at least one failed, the run moves to
+-- failed_terminal in the same transaction (src/runs.c,
+-- CompleteLockedRuns), and terminal_failure fires at once naming its
+-- workflow and key; reinjecting the effect's dead letter brings it back to
+-- approved. Runs that 1.2 left approved for ever with a failed effect are
+-- moved here, each with its state_changed event, so they are alerted and
+-- later purged like any finished run.
+WITH stranded AS (
+    UPDATE idemgate.runs r
+       SET state = 'failed_terminal', version = r.version OPERATOR(pg_catalog.+) 1,
+           updated_at = pg_catalog.now()
+     WHERE r.state OPERATOR(pg_catalog.=) 'approved'
+       AND EXISTS (SELECT 1 FROM idemgate.outbox o
+                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key
+                      AND o.state OPERATOR(pg_catalog.=) 'failed')
+       AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o
+                        WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key
+                          AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled,failed}'::pg_catalog.text[]))
+    RETURNING r.idempotency_key, r.version, r.workflow
 )
-SELECT p.effect_type, st.stuck, st.stuck_since, ov.overdue, ov.overdue_since
-  FROM ptypes p
-  CROSS JOIN LATERAL (
-      SELECT pg_catalog.count(*) AS stuck, pg_catalog.min(o.next_attempt_at) AS stuck_since
-        FROM idemgate.outbox o
-       WHERE o.state = 'pending' AND o.effect_type = p.effect_type
-         AND o.next_attempt_at < pg_catalog.now() - alert_pending_types.stuck_after) st
-  CROSS JOIN LATERAL (
-      SELECT pg_catalog.count(*) AS overdue, pg_catalog.min(o.next_attempt_at) AS overdue_since
-        FROM idemgate.outbox o
-       WHERE NOT alert_pending_types.here
-         AND EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type)
-         AND o.state = 'pending' AND o.effect_type = p.effect_type
-         AND o.next_attempt_at <= pg_catalog.now() - alert_pending_types.missing_after) ov
- WHERE p.effect_type IS NOT NULL;
-END;
-REVOKE ALL ON FUNCTION idemgate.alert_pending_types(interval, interval, boolean) FROM PUBLIC;
-COMMENT ON FUNCTION idemgate.alert_pending_types(interval, interval, boolean) IS
-'Part of idemgate.alert_instances: per effect type, pending effects due for longer than stuck_after, and (unless here) HTTP effects due for longer than missing_after';
+INSERT INTO idemgate.events (idempotency_key, kind, actor, details)
+SELECT s.idempotency_key, 'state_changed', 'ALTER EXTENSION idemgate UPDATE',
+       pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+         'from', 'approved', 'to', 'failed_terminal', 'version', s.version,
+         'workflow', s.workflow, 'reason', 'an effect failed for good',
+         'failed_effects', (SELECT pg_catalog.jsonb_agg(o.effect_id ORDER BY o.created_at, o.effect_id)
+                              FROM idemgate.outbox o
+                             WHERE o.idempotency_key OPERATOR(pg_catalog.=) s.idempotency_key
+                               AND o.state OPERATOR(pg_catalog.=) 'failed')))
+  FROM stranded s;
 
--- Per watched workflow: when it was last seen (registered, claimed, or a
--- duplicate or recovery of one of its runs).
-CREATE FUNCTION idemgate.alert_watched_workflows()
-RETURNS TABLE(workflow text, expected_interval interval, last_seen timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-SELECT w.workflow, w.expected_interval,
-       GREATEST(w.created_at,
-                (SELECT pg_catalog.max(r.created_at) FROM idemgate.runs r
-                  WHERE r.workflow = w.workflow),
-                (SELECT pg_catalog.max(e.at) FROM idemgate.events e
-                  WHERE e.kind IN ('recovered', 'duplicate')
-                    AND (e.details OPERATOR(pg_catalog.->>) 'workflow') = w.workflow))
-  FROM idemgate.watched_workflows w;
-END;
-REVOKE ALL ON FUNCTION idemgate.alert_watched_workflows() FROM PUBLIC;
-COMMENT ON FUNCTION idemgate.alert_watched_workflows() IS
-'Part of idemgate.alert_instances: each watched workflow and when it was last seen';
-
--- Runs approved with every effect settled (completed or cancelled), and
--- when the last was settled. It looks at the 1000 runs approved last, at
--- least a minute ago (IDEMGATE_UNSETTLED_ALERT_RUNS, a range of
--- runs_open_idx): each costs a look-up of its effects, and the runs
--- waiting for deliveries or people (a backlog, unknown or failed effects)
--- can be many; complete_settled_runs() looks at all of them.
-CREATE FUNCTION idemgate.alert_unsettled_runs()
-RETURNS TABLE(workflow text, idempotency_key text, settled_at timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-SELECT a.workflow, a.idempotency_key,
-       COALESCE((SELECT pg_catalog.max(o.updated_at) FROM idemgate.outbox o
-                  WHERE o.idempotency_key = a.idempotency_key), a.updated_at)
-  FROM (SELECT r.workflow, r.idempotency_key, r.updated_at
-          FROM idemgate.runs r
-         WHERE r.state = 'approved' AND r.updated_at < pg_catalog.now() - interval '1 minute'
-         ORDER BY r.updated_at DESC
-         LIMIT 1000) a
- -- a probe per run that stops at its first open effect
- WHERE (SELECT o.effect_id FROM idemgate.outbox o
-         WHERE o.idempotency_key = a.idempotency_key
-           AND o.state <> ALL ('{completed,cancelled}'::text[])
-         LIMIT 1) IS NULL;
-END;
-REVOKE ALL ON FUNCTION idemgate.alert_unsettled_runs() FROM PUBLIC;
-COMMENT ON FUNCTION idemgate.alert_unsettled_runs() IS
-'Part of idemgate.alert_instances: runs approved at least a minute ago (the last 1000) whose effects are all completed or cancelled, and when the last was settled';
-
+-- The alerts: terminal_failure also names the runs that ended with a
+-- failed effect (1.2 fired only for run dead letters). Redefined from
+-- sql/1.1--1.2/50_unsettled_runs.sql; whoever redefines it later: start
+-- from this file's definition.
 CREATE OR REPLACE VIEW idemgate.alert_instances AS
 WITH settings AS (
     SELECT COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_failures', true), '')::bigint,
@@ -261,17 +144,25 @@ WITH settings AS (
     -- Runs failed for good (dead-lettered, not reinjected) in the last
     -- hour, per workflow: fires at once. After an hour an open dead letter
     -- is the dead_letters alert's.
-    SELECT r.workflow, pg_catalog.count(*) AS n, pg_catalog.min(d.dead_at) AS since,
-           (pg_catalog.array_agg(CASE WHEN pg_catalog.char_length(d.idempotency_key) > 64
-                                      THEN pg_catalog.left(d.idempotency_key, 61) || '...'
-                                      ELSE d.idempotency_key END
-                                 ORDER BY d.dead_at, d.idempotency_key))[1:3] AS keys,
-           (pg_catalog.array_agg(d.error_class ORDER BY d.dead_at, d.idempotency_key))[1] AS error_class
-      FROM idemgate.dead_letters d
-      LEFT JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
-     WHERE d.reinjected_at IS NULL AND d.kind = 'run'
-       AND d.dead_at >= pg_catalog.now() - interval '1 hour'
-     GROUP BY r.workflow
+    -- A run whose effect failed for good ends failed_terminal with that
+    -- effect's dead letter open (1.3): since = when the run ended.
+    SELECT t.workflow, pg_catalog.count(DISTINCT t.idempotency_key) AS n, pg_catalog.min(t.at) AS since,
+           (pg_catalog.array_agg(DISTINCT CASE WHEN pg_catalog.char_length(t.idempotency_key) > 64
+                                      THEN pg_catalog.left(t.idempotency_key, 61) || '...'
+                                      ELSE t.idempotency_key END))[1:3] AS keys,
+           (pg_catalog.array_agg(t.error_class ORDER BY t.at, t.idempotency_key))[1] AS error_class
+      FROM (SELECT r.workflow, d.idempotency_key, d.dead_at AS at, d.error_class
+              FROM idemgate.dead_letters d
+              LEFT JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
+             WHERE d.reinjected_at IS NULL AND d.kind = 'run'
+               AND d.dead_at >= pg_catalog.now() - interval '1 hour'
+            UNION ALL
+            SELECT r.workflow, r.idempotency_key, r.updated_at, d.error_class
+              FROM idemgate.dead_letters d
+              JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
+             WHERE d.reinjected_at IS NULL AND d.kind = 'effect' AND r.state = 'failed_terminal'
+               AND r.updated_at >= pg_catalog.now() - interval '1 hour') t
+     GROUP BY t.workflow
 ), takeovers AS (
     -- Claims that took a run over from an expired lease (recovered events
     -- from processing) in the last 10 minutes, per workflow.
@@ -462,17 +353,3 @@ SELECT r.alert, r.subject, r.severity,
          || r.suffix AS message,
        r.count, r.since, r.keys
   FROM raised r;
-
-INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
-    ('operator', 'idemgate.alert_pending_types(interval,interval,boolean)'),
-    ('operator', 'idemgate.alert_watched_workflows()'),
-    ('operator', 'idemgate.alert_unsettled_runs()'),
-    ('reader', 'idemgate.alert_pending_types(interval,interval,boolean)'),
-    ('reader', 'idemgate.alert_watched_workflows()'),
-    ('reader', 'idemgate.alert_unsettled_runs()');
-
-COMMENT ON VIEW idemgate.alert_instances IS
-'idemgate.alerts plus the subject (effect type, workflow or database) that identifies each alert and, for alerts about runs, their first keys; read by publish_alerts and prometheus()';
-
-COMMENT ON VIEW idemgate.alerts IS
-'Alerts firing now, one row per alert and effect type, workflow or database: failure_rate (more than idemgate.alert_failures undelivered effects or failed runs of one type/workflow in 10 minutes), dead_letters (open, older than 1 hour), unknown_effects, silence (a watched workflow not claimed for twice its interval), stuck_effects (due pending effects older than idemgate.alert_stuck_after), dispatcher_missing (HTTP effects due where no dispatcher runs), kill_switch_off and type_paused (info), stalled_runs (runs processing with an expired lease or failed_retryable for longer than idemgate.alert_stalled_after), terminal_failure (runs failed for good in the last hour), lease_takeovers (more than idemgate.alert_lease_takeovers takeovers of expired leases in 10 minutes), payload_mismatch (claims refused with IG001 in the last hour), unsettled_runs (runs approved with all their effects settled for longer than a minute, not completed); messages name the workflow and the first keys';

@@ -1,4 +1,4 @@
--- sql/1.1--1.2/99_release_grants.sql — runs last (as in 1.0--1.1).
+-- sql/1.2--1.3/99_release_grants.sql — runs last (as in 1.0--1.1 and 1.1--1.2).
 --
 -- Roles that already hold a bundle (granted_bundles: grant_role under the
 -- old version) get every member this update added to it, as grant_role

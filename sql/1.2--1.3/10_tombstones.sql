@@ -1,0 +1,31 @@
+-- sql/1.2--1.3/10_tombstones.sql — purge forgets payloads, not keys
+-- (src/tombstones.c). For each run it deletes, purge keeps the first 16
+-- bytes of the SHA-256 of its key and of its payload hash, its final state
+-- and when it finished and was purged: a claim of that key later answers
+-- duplicate with state purged (IG001 for another payload), never claimed.
+-- Digests, not the key: a key often names a customer, and purge is how
+-- personal data leaves; 81 bytes of heap and 28 of index per key
+-- (bench/storage).
+CREATE TABLE idemgate.tombstones (
+    finished_at    timestamptz NOT NULL,
+    purged_at      timestamptz NOT NULL,
+    key_digest     uuid NOT NULL PRIMARY KEY,
+    payload_digest uuid NOT NULL,
+    final_state    "char" NOT NULL
+);
+COMMENT ON TABLE idemgate.tombstones IS
+'What purge keeps of each run it deletes, for idemgate.tombstone_retention: key_digest and payload_digest (the first 16 bytes of the SHA-256 of the key and of the payload hash), final_state (c: completed, f: failed_terminal), finished_at and purged_at. A claim of a tombstoned key answers duplicate with state purged; written by purge only';
+SELECT pg_catalog.pg_extension_config_dump('idemgate.tombstones', '');
+REVOKE ALL ON idemgate.tombstones FROM PUBLIC;
+
+CREATE FUNCTION idemgate.purge_tombstones(older_than interval) RETURNS bigint
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_purge_tombstones';
+COMMENT ON FUNCTION idemgate.purge_tombstones(interval) IS
+'Delete the tombstones of runs purged more than older_than ago (a claim of such a key is claimed as new again); returns how many. purge() already deletes those older than idemgate.tombstone_retention';
+REVOKE ALL ON FUNCTION idemgate.purge_tombstones(interval) FROM PUBLIC;
+
+INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
+    ('operator', 'idemgate.purge_tombstones(interval)');
+INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
+    ('operator', 'idemgate.tombstones');

@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/tombstones.h
+ *	  What purge keeps of a run: its key's digest, its payload's digest,
+ *	  its final state and when it finished and was purged.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_TOMBSTONES_H
+#define IDEMGATE_TOMBSTONES_H
+
+#include "postgres.h"
+
+/* What a claim needs of a tombstone. */
+typedef struct Tombstone
+{
+	uint8		payload_digest[16];	/* the first 16 bytes of the payload hash */
+	char		final_state;	/* 'c' completed, 'f' failed_terminal */
+} Tombstone;
+
+/*
+ * FindTombstone looks for key's tombstone in a snapshot taken now (a purge
+ * that committed before the call is seen, whatever the isolation level);
+ * false at once when there is no tombstone at all (or no table: an older
+ * schema). Must be called inside SPI.
+ */
+extern bool FindTombstone(text *key, Tombstone *t);
+
+/* TombstoneMatches tells whether payload_hash (32 bytes) is t's payload. */
+extern bool TombstoneMatches(const Tombstone *t, bytea *payload_hash);
+
+/* TombstonesInstalled: the schema has idemgate.tombstones (1.3). */
+extern bool TombstonesInstalled(void);
+
+/*
+ * The CTE purge adds after "ru" (the deleted runs, RETURNING
+ * idempotency_key, payload_hash, state, updated_at) to keep their
+ * tombstones; $2 is idemgate.tombstone_retention (0: none kept).
+ */
+#define TOMBSTONE_INSERT_CTE \
+	", tb AS (" \
+	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, finished_at, purged_at)" \
+	" SELECT pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(ru.idempotency_key," \
+	"                          pg_catalog.getdatabaseencoding())), 1, 16), 'hex')::pg_catalog.uuid," \
+	"        pg_catalog.encode(pg_catalog.substr(ru.payload_hash, 1, 16), 'hex')::pg_catalog.uuid," \
+	"        CASE ru.state WHEN 'completed' THEN 'c' ELSE 'f' END::pg_catalog.\"char\"," \
+	"        ru.updated_at, pg_catalog.now()" \
+	"   FROM ru WHERE $2 OPERATOR(pg_catalog.>) 0" \
+	" ON CONFLICT (key_digest) DO NOTHING RETURNING 1" \
+	")"
+
+#endif

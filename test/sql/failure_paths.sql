@@ -1,0 +1,122 @@
+-- The failure paths of the promise (docs/outbox.md, "What a failure does",
+-- "Completing a run"; docs/operations.md, "Retention"):
+--   - lost_after_send is a class of its own: unknown for an endpoint that
+--     cannot dedupe, pending + backoff for one that honours the key;
+--   - a run whose effects are all settled with one failed ends
+--     failed_terminal at once (event naming the failed effect,
+--     terminal_failure alert by key, a duplicate claim answers with that
+--     state); reinjecting the effect's dead letter brings it back to
+--     approved, and it completes with its effect;
+--   - purge keeps a tombstone: a late duplicate is duplicate/purged, a
+--     changed payload IG001, never claimed; purge_tombstones forgets them.
+-- Scripted in one transaction over empty tables, rolled back at the end.
+\i test/sql/include/quiet.psql
+BEGIN;
+SET LOCAL deadlock_timeout = '60s';
+LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs,
+           idemgate.events, idemgate.dead_letters, idemgate.tombstones IN ACCESS EXCLUSIVE MODE;
+TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events,
+         idemgate.dead_letters, idemgate.alert_state, idemgate.tombstones;
+CREATE SCHEMA tap;
+CREATE EXTENSION pgtap SCHEMA tap;
+SET LOCAL search_path = tap, public;
+CREATE FUNCTION pg_temp.owner_of(k text) RETURNS uuid LANGUAGE sql AS
+$$ SELECT lease_owner FROM idemgate.runs WHERE idempotency_key = k $$;
+CREATE FUNCTION pg_temp.version_of(k text) RETURNS bigint LANGUAGE sql AS
+$$ SELECT version FROM idemgate.runs WHERE idempotency_key = k $$;
+-- enqueue claims key k and enqueues one effect of type t.
+CREATE FUNCTION pg_temp.enqueue(k text, t text, target text DEFAULT 'x') RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM idemgate.claim(k, '{"n": 1}', workflow => 'fp-wf');
+  PERFORM idemgate.enqueue_effect(k, pg_temp.owner_of(k), pg_temp.version_of(k),
+            jsonb_build_object('type', t, 'target', target, 'payload', jsonb_build_object('to', target)));
+END $$;
+-- deliver claims the due effect of type t and completes it (err NULL) or
+-- fails it with class err; returns the effect's new state.
+CREATE FUNCTION pg_temp.deliver(t text, err text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE c record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim_effects(t, 1, '1 minute');
+  IF c.effect_id IS NULL THEN RETURN 'nothing due'; END IF;
+  IF err IS NULL THEN PERFORM idemgate.complete_effect(c.effect_id, c.lease_owner); RETURN 'completed'; END IF;
+  RETURN idemgate.fail_effect(c.effect_id, c.lease_owner, err, 'scripted');
+END $$;
+SELECT * FROM no_plan();
+
+-- lost_after_send: the request went out, the answer did not come back.
+SELECT lives_ok($$SELECT idemgate.register_endpoint('fp_plain', 'https://example.com/x', '5 seconds', 3, false)$$, 'plain endpoint');
+SELECT lives_ok($$SELECT idemgate.register_endpoint('fp_idem', 'https://example.com/y', '5 seconds', 3, true)$$, 'idempotent endpoint');
+SELECT pg_temp.enqueue('fp-lost-1', 'fp_plain');
+SELECT pg_temp.enqueue('fp-lost-2', 'fp_idem');
+SELECT is(pg_temp.deliver('fp_plain', 'lost_after_send'), 'unknown', 'lost_after_send without the key: unknown, never resent');
+SELECT is(pg_temp.deliver('fp_idem', 'lost_after_send'), 'pending', 'lost_after_send with the key: pending + backoff');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-lost-1'), 'approved', 'an unknown effect keeps its run approved');
+
+-- A run whose only effect the provider refused ends failed_terminal.
+SELECT pg_temp.enqueue('fp-refused', 'fp_refused');
+SELECT is(pg_temp.deliver('fp_refused', 'rejected'), 'failed', 'the provider refused the effect');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-refused'), 'failed_terminal',
+          'its run ended failed_terminal in the same transaction');
+SELECT is((SELECT details->'failed_effects' FROM idemgate.events
+            WHERE idempotency_key = 'fp-refused' AND kind = 'state_changed' AND details->>'to' = 'failed_terminal'),
+          (SELECT jsonb_build_array(effect_id) FROM idemgate.outbox WHERE idempotency_key = 'fp-refused'),
+          'its state_changed event names the failed effect');
+SELECT is((SELECT outcome || '/' || state FROM idemgate.claim('fp-refused', '{"n": 1}')), 'duplicate/failed_terminal',
+          'a redelivery is told the run failed for good, not that it is in progress');
+SELECT is((SELECT count(*) FROM idemgate.alerts WHERE alert = 'terminal_failure' AND message LIKE '%fp-refused%'), 1::bigint,
+          'terminal_failure fires at once, naming the key');
+-- Two effects: the run waits for the second, then fails.
+SELECT is((SELECT outcome FROM idemgate.claim('fp-two', '{"n": 1}')), 'claimed', 'a run with two effects');
+SELECT is((SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('fp-two', pg_temp.owner_of('fp-two'), pg_temp.version_of('fp-two'),
+             '[{"type": "fp_two_a", "target": "x", "payload": {}}, {"type": "fp_two_b", "target": "y", "payload": {}}]')),
+          2, 'two effects enqueued');
+SELECT is(pg_temp.deliver('fp_two_a', 'rejected'), 'failed', 'the first effect refused');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-two'), 'approved', 'the run waits for its other effect');
+SELECT is(pg_temp.deliver('fp_two_b', NULL), 'completed', 'the other effect delivered');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-two'), 'failed_terminal',
+          'with its last effect settled the run ended failed_terminal');
+-- Reinjecting the effect's dead letter brings the run back; it completes.
+SELECT is((SELECT idemgate.reinject(id, 'fp-operator') FROM idemgate.dead_letters WHERE idempotency_key = 'fp-refused'), true,
+          'the effect dead letter reinjected');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-refused'), 'approved', 'its run is approved again');
+SELECT is((SELECT details->>'from' || '→' || (details->>'to') FROM idemgate.events
+            WHERE idempotency_key = 'fp-refused' AND kind = 'effect_reinjected'), 'failed_terminal→approved',
+          'the reinjection event records the run''s change');
+SELECT is(pg_temp.deliver('fp_refused', NULL), 'completed', 'delivered this time');
+SELECT is((SELECT state || ' ' || (result->'effects'->0->>'state') FROM idemgate.runs WHERE idempotency_key = 'fp-refused'),
+          'completed completed', 'the run completed, its result names the delivered effect');
+SELECT is((SELECT count(*) FROM idemgate.alerts WHERE alert = 'terminal_failure' AND message LIKE '%fp-refused%'), 0::bigint,
+          'terminal_failure no longer names it');
+-- The safety net finds a run left approved with a failed effect.
+SELECT pg_temp.enqueue('fp-net', 'fp_net');
+SELECT is(pg_temp.deliver('fp_net', 'rejected'), 'failed', 'refused');
+UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = 'fp-net';
+SELECT is(idemgate.complete_settled_runs(NULL), 1, 'complete_settled_runs ends it');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-net'), 'failed_terminal', 'as failed_terminal');
+
+-- Tombstones: a purged key is never claimed as new.
+SELECT pg_temp.enqueue('fp-old', 'fp_old');
+SELECT is(pg_temp.deliver('fp_old', NULL), 'completed', 'delivered');
+UPDATE idemgate.runs SET updated_at = now() - interval '40 days', created_at = now() - interval '40 days'
+ WHERE idempotency_key = 'fp-old';
+SELECT is(idemgate.purge('30 days'), 1::bigint, 'purged');
+SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'fp-old'), 0::bigint, 'the run is gone');
+SELECT is((SELECT final_state::text || ' ' || (finished_at < now() - interval '39 days')::text FROM idemgate.tombstones),
+          'c true', 'its tombstone: completed, finished 40 days ago');
+SELECT is((SELECT key_digest FROM idemgate.tombstones),
+          encode(substr(sha256(convert_to('fp-old', 'UTF8')), 1, 16), 'hex')::uuid, 'keyed by the digest of the key');
+SELECT is((SELECT outcome || '/' || state FROM idemgate.claim('fp-old', '{"n": 1}')), 'duplicate/purged',
+          'the webhook redelivered weeks later: duplicate, state purged');
+SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'fp-old'), 0::bigint, 'nothing was inserted');
+SELECT throws_ok($$SELECT idemgate.claim('fp-old', '{"n": 2}')$$, 'IG001', NULL, 'a changed payload: IG001');
+SELECT is((SELECT outcome FROM idemgate.claim('{"key": "fp-old", "payload": {"n": 1}}'::jsonb)), 'duplicate',
+          'the jsonb form too');
+SELECT is((SELECT pg_column_size(t.*) FROM idemgate.tombstones t) <= 90, true, 'a tombstone row is small');
+SELECT throws_ok($$SELECT idemgate.purge_tombstones('-1 day')$$, '22023', NULL, 'a negative interval: 22023');
+SELECT throws_ok($$SELECT idemgate.purge_tombstones(NULL)$$, '22004', NULL, 'NULL: 22004');
+SELECT is(idemgate.purge_tombstones('1 day'), 0::bigint, 'tombstones younger than a day stay');
+UPDATE idemgate.tombstones SET purged_at = now() - interval '2 days';
+SELECT is(idemgate.purge_tombstones('1 day'), 1::bigint, 'older ones go');
+SELECT is((SELECT outcome FROM idemgate.claim('fp-old', '{"n": 2}')), 'claimed', 'then the key is new again');
+SELECT * FROM finish();
+ROLLBACK;
