@@ -2,8 +2,9 @@
 #
 # bench/soak/run.sh
 #	  The soak: claims, approvals, enqueues and deliveries flowing to the
-#	  loopback sink (test/sink/sink.c, answering 200/429/503/500, delays
-#	  past the timeout, dropped and reset connections at random) for
+#	  loopback sink (test/sink/sink.c, answering 200/429/503/500/400,
+#	  delays past the timeout, dropped and reset connections and responses
+#	  cut off mid-body, each after reading the whole request, at random) for
 #	  --minutes, while at random moments a dispatcher is killed (SIGKILL
 #	  or SIGTERM), the postmaster is killed and started again, the kill
 #	  switch is flipped, a type paused, and purge, reinject_all, cancels
@@ -101,9 +102,11 @@ $RUNAS "$PGBIN/pg_ctl" -D "$TMP/data" -l "$TMP/server.log" -w start >/dev/null
 PSQL="$PGBIN/psql -X -q -A -t -v ON_ERROR_STOP=1 -h $TMP -p $PORT -U postgres"
 $PSQL -d postgres -c 'CREATE DATABASE soak' -c "ALTER DATABASE soak SET synchronous_commit = $SYNC"
 # Every answer at random, by weight: 200, 429 and 503 (Retry-After: 1),
-# 500, an answer after the 1 s timeout, a dropped and a reset connection,
-# 400. plain and steady do not honour the Idempotency-Key, idem does.
-MIX="$SINK_URL/mix/200:80,429:5,503:5,500:3,delay1500:3,drop:1,reset:1,400:2?retry_after=1"
+# 500, an answer after the 1 s timeout, a dropped and a reset connection
+# and a 200 cut off mid-body (all three after the whole request was read:
+# lost after send), 400. plain and steady do not honour the
+# Idempotency-Key, idem does.
+MIX="$SINK_URL/mix/200:80,429:5,503:5,500:3,delay1500:3,drop:1,reset:1,partial:1,400:2?retry_after=1"
 $PSQL -d soak -c 'CREATE EXTENSION idemgate' \
 	-c "SELECT idemgate.register_endpoint('plain', '$MIX', '1 second', 4, false)" \
 	-c "SELECT idemgate.register_endpoint('idem', '$MIX', '1 second', 4, true)" \

@@ -24,8 +24,14 @@ nothing is pending or sending), reads everything once more and judges:
               should have been delivered by its final state (pending or
               sending after the drain, or gone by purge without a
               settled state) and the sink never answered 2xx;
-  duplicated  a key of a non-idempotent endpoint (honors_idempotency_key
-              false) that reached the sink again after a 2xx;
+  duplicated  an effect of a non-idempotent endpoint (honors_idempotency_key
+              false) that reached the sink again after an answer the
+              provider may have acted on: anything but a complete 400,
+              429, 502, 503 or 504 (so after a 2xx, a 500, a drop, a
+              reset, a response cut off mid-body, an answer after the
+              timeout), unless the soak itself had sanctioned a re-send
+              of it in between (resolve_effect "not delivered",
+              reinject_all of its dead letter; a 2xx is never excused);
   held        a request whose first byte reached the sink (kernel receive
               time) while the kill switch was off, its type paused, or
               after its effect was cancelled;
@@ -35,7 +41,9 @@ nothing is pending or sending), reads everything once more and judges:
   runs        no run left 'approved' with all its effects completed or
               cancelled.
 
-Prints "ok - ..." / "not ok - ..." per check, "N passed, M failed", and
+Prints the sink's answers per type and kind (status, drop, reset,
+partial, abandoned), each duplicate with its requests, "ok - ..." /
+"not ok - ..." per check, "N passed, M failed", and
 last "soak: N min, E effects, L lost, D duplicated to non-idempotent
 endpoints, RSS a→b MB, p99 p ms".
 """
@@ -68,6 +76,10 @@ A = ap.parse_args()
 SEED = A.seed if A.seed is not None else int(time.time())
 rnd = random.Random(SEED)
 PLAIN = {'plain', 'steady'}			# honors_idempotency_key false
+# Complete answers that say the provider did not act: after one of these
+# a non-idempotent endpoint may get the effect again (400: through the
+# dead letter and its reinjection).
+REFUSALS = {400, 429, 502, 503, 504}
 TYPES = ['plain', 'idem', 'steady']
 T0 = time.time()
 
@@ -174,8 +186,12 @@ def stop_loaders():
 
 effects = {}		# effect_id -> dict(key, type, state, upd, created, seen_gone)
 sink = {}			# effect_id -> list of (n, rx, status, type)
+sink_fault = {}		# (effect_id, n) -> drop, reset, partial or abandoned (status 0)
+answers = {}		# (type, status or fault) -> requests
 sink_off = 0
 sink_partial = ''
+sanctioned = {}		# effect_id -> set of times the soak made it be sent again
+last_reinject_from = 0.0
 windows = []		# (start, end, type or None): nothing may reach the sink inside
 cancelled_at = {}	# effect_id -> time the cancel committed (upper bound of its start)
 faults = {}			# name -> count
@@ -210,6 +226,18 @@ def read_sink():
 		body = r.get('body') if isinstance(r.get('body'), dict) else {}
 		sink.setdefault(k, []).append(
 			(r['n'], r.get('rx', r['t']), r['status'], body.get('effect_type')))
+		kind = str(r['status'])
+		if r['status'] == 0:
+			kind = r.get('fault') or '0'
+			sink_fault[(k, r['n'])] = kind
+		a = (body.get('effect_type'), kind)
+		answers[a] = answers.get(a, 0) + 1
+
+
+def show(eid):
+	"""The sink's requests of one effect: number, answer, first byte's time."""
+	return ', '.join('n=%d %s at %.3f' % (n, sink_fault.get((eid, n)) or s, rx)
+					 for (n, rx, s, _) in sink.get(eid, []))
 
 
 def poll_outbox(full=False):
@@ -238,6 +266,20 @@ def poll_outbox(full=False):
 				e['gone'] = True
 	last_poll_from = start
 	return True
+
+
+def read_reinjected():
+	"""Records the effects reinject_all sent back to pending, and when."""
+	global last_reinject_from
+	start = time.time()
+	rows = try_psql("""SELECT effect_id, extract(epoch FROM reinjected_at) FROM idemgate.dead_letters
+		WHERE kind = 'effect' AND effect_id IS NOT NULL
+		AND reinjected_at >= to_timestamp(%f)""" % (last_reinject_from - 30))
+	if rows is None:
+		return
+	for eid, at in rows:
+		sanctioned.setdefault(eid, set()).add(float(at))
+	last_reinject_from = start
 
 
 def sample_rss():
@@ -372,7 +414,10 @@ def fault_purge():
 
 
 def fault_reinject():
+	# Each reinjected effect goes back to pending and is sent again: the
+	# dead letter's reinjected_at (read by read_reinjected) sanctions it.
 	try_psql("SELECT idemgate.reinject_all('soak')")
+	read_reinjected()
 
 
 def fault_cancel():
@@ -395,8 +440,18 @@ def fault_resolve():
 	read_sink()
 	for (eid,) in rows:
 		delivered = any(200 <= s < 300 for (_, _, s, _) in sink.get(eid, []))
-		try_psql("SELECT idemgate.resolve_effect('%s', %s, 'soak', NULL, 'checked with the sink')"
+		at = time.time()	# before the commit that makes it pending
+		try:
+			psql("SELECT idemgate.resolve_effect('%s', %s, 'soak', NULL, 'checked with the sink')"
 				 % (eid, 'true' if delivered else 'false'))
+			ok = True
+		except RuntimeError as e:
+			# An ERROR rolled back; a lost connection may have committed.
+			ok = 'ERROR:' not in str(e)
+		except Exception:	# a timeout: may have committed
+			ok = True
+		if ok and not delivered:
+			sanctioned.setdefault(eid, set()).add(at)
 
 
 FAULTS = [
@@ -452,6 +507,7 @@ while time.time() < END:
 	if now >= next_poll:
 		up = poll_outbox()
 		read_sink()
+		read_reinjected()
 		tend_loaders(up)
 		next_poll = time.time() + 2
 	if now >= next_rss:
@@ -492,10 +548,12 @@ while time.time() < drain_end:
 			break
 	poll_outbox()
 	read_sink()
+	read_reinjected()
 	time.sleep(1)
 log('drain: %s effects still pending or sending' % open_left)
 time.sleep(3)	# the last completions settle their runs
 poll_outbox(full=True)
+read_reinjected()
 # A run completes when none of its effects is left in another state than
 # completed or cancelled (docs/outbox.md; a failed effect keeps its run
 # approved so that its dead letter can be reinjected).
@@ -525,14 +583,27 @@ for eid, e in effects.items():
 	elif not e.get('gone') and st in ('pending', 'sending') and not got2xx:
 		lost.append((eid, '%s after the drain, never answered 2xx' % st))
 
-dups = []
+dups = []			# effects of PLAIN types sent again without a refusal or a sanction
+dup_reqs = 0
 held = []
 for eid, reqs in sink.items():
 	reqs.sort()
 	typ = next((t for (_, _, _, t) in reqs if t), None) or effects.get(eid, {}).get('type')
-	first_ok = next((n for (n, _, s, _) in reqs if 200 <= s < 300), None)
-	if typ in PLAIN and first_ok is not None and any(n > first_ok for (n, _, _, _) in reqs):
-		dups.append(eid)
+	if typ in PLAIN:
+		# armed: the latest request whose answer the provider may have acted
+		# on; a later request needs a sanction after it (never after a 2xx).
+		armed_at, armed_ok, again = None, False, 0
+		for (n, rx, s, t) in reqs:
+			if armed_at is not None:
+				if armed_ok or not any(armed_at < x < rx for x in sanctioned.get(eid, ())):
+					again += 1
+				else:
+					armed_at = None
+			if s not in REFUSALS and not armed_ok:
+				armed_at, armed_ok = rx, 200 <= s < 300
+		if again:
+			dups.append(eid)
+			dup_reqs += again
 	for (n, rx, s, t) in reqs:
 		for (ws, we, wt) in windows:
 			if ws < rx < we and (wt is None or wt == (t or typ)):
@@ -598,8 +669,18 @@ for e in effects.values():
 log('final states: ' + ', '.join('%s %d' % kv for kv in sorted(states.items(), key=str)))
 for eid, why in lost[:20]:
 	log('LOST %s: %s (sink: %s)' % (eid, why, sink.get(eid)))
+log('sink answers, by type: ' + '; '.join(
+	'%s: %s' % (typ, ', '.join('%s %d' % (k, c) for (t, k), c in
+							  sorted(answers.items(), key=lambda kv: (len(kv[0][1]), kv[0][1])) if t == typ))
+	for typ in TYPES))
+log('re-sends the soak sanctioned: %d effects (resolve_effect not delivered, reinject_all)'
+	% sum(1 for eid in sanctioned if effects.get(eid, {}).get('type') in PLAIN))
+log('duplicates: %d effects of non-idempotent types, %d requests more than allowed'
+	% (len(dups), dup_reqs))
 for eid in dups[:20]:
-	log('DUPLICATE %s: %s' % (eid, sink.get(eid)))
+	log('DUPLICATE %s (%s): %s; sanctioned at %s'
+		% (eid, effects.get(eid, {}).get('type'), show(eid),
+		   ', '.join('%.3f' % x for x in sorted(sanctioned.get(eid, ()))) or 'never'))
 for eid, n, why in held[:20]:
 	log('SENT WHILE HELD %s request n=%d %s' % (eid, n, why))
 

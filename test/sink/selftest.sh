@@ -2,8 +2,9 @@
 #
 # test/sink/selftest.sh
 #	  Builds the loopback HTTP sink and checks every mode with curl: status
-#	  codes, Retry-After forms, the JSONL log, /seq per key, /__stats, bad
-#	  input, keep-alive, pipelining and the exit conditions.
+#	  codes, Retry-After forms, the JSONL log, drop, reset and partial
+#	  answers (each only after the whole request), /seq per key, /__stats,
+#	  bad input, keep-alive, pipelining and the exit conditions.
 #
 # Usage: bash test/sink/selftest.sh      (from anywhere; 15–30 s, bounded)
 # Last line: "N passed, M failed"; exit status 1 when anything failed.
@@ -233,10 +234,10 @@ curl -s -o /dev/null -m 0.5 "$B/delay/3000" -d '{"k":1}'
 RC=$?
 N=$((N + 1))
 check "client gave up on /delay/3000 (curl 28)" 28 "$RC"
-check "abandoned delay logged status 0" 0 "$(logq $N .status)"
+check "abandoned delay logged status 0, fault abandoned" "0 abandoned" "$(logq $N '"\(.status) \(.fault)"')"
 check "abandoned delay logged body" 1 "$(logq $N .body.k)"
 
-# --- /drop and /reset ----------------------------------------------------
+# --- /drop, /reset and /partial --------------------------------------------
 curl -s -o /dev/null -m 5 "$B/drop" -H 'Idempotency-Key: key-drop' -d '{}'
 RC=$?
 N=$((N + 1))
@@ -247,7 +248,60 @@ curl -s -o /dev/null -m 5 "$B/reset" -d '{}'
 RC=$?
 N=$((N + 1))
 check "/reset resets the connection (curl 56)" 56 "$RC"
-check "/reset logged status 0" 0 "$(logq $N .status)"
+check "/reset logged status 0" "0 reset" "$(logq $N '"\(.status) \(.fault)"')"
+check "/drop logged fault drop" drop "$(logq $((N - 1)) .fault)"
+
+# /partial: a 200 announcing Content-Length: 100 that stops after 10 bytes.
+T=$(curl -s -o "$TMP/b" -m 5 -w '%{http_code} %{size_download}' -H 'Idempotency-Key: key-partial' \
+	-d '{"p":1}' "$B/partial")
+RC=$?
+N=$((N + 1))
+check "/partial closes mid-body (curl 18)" 18 "$RC"
+check "/partial sent status 200 and 10 body bytes" "200 10" "$T"
+check "/partial body is the start of /ok's" "{\"id\":\"pro" "$(cat "$TMP/b")"
+check "/partial logged status 0, fault partial, with its body" "0 partial key-partial 1" \
+	"$(logq $N '"\(.status) \(.fault) \(.idempotency_key) \(.body.p)"')"
+check "/partial logged once" 1 "$(jq -c 'select(.idempotency_key == "key-partial")' "$LOG" | wc -l | tr -d ' ')"
+
+# split_post PATH KEY sends a POST whose 10,000-byte JSON body comes in two
+# halves 0.3 s apart; EARLY is how many lines with KEY the log had before
+# the second half, REPLY and CAT_RC what the connection gave back after it.
+split_post() {
+	local half
+	half=$(head -c 5000 /dev/zero | tr '\0' 'x')
+	EARLY=x REPLY= CAT_RC=x
+	{ exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
+	printf 'POST %s HTTP/1.1\r\nHost: sink\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{"pad":"%s' \
+		"$1" "$2" 10017 "$half" >&3
+	sleep 0.3
+	EARLY=$(jq -c "select(.idempotency_key == \"$2\")" "$LOG" | wc -l | tr -d ' ')
+	printf '%sxxxxxxx"}' "$half" >&3
+	REPLY=$(timeout 3 cat <&3 2>"$TMP/err")
+	CAT_RC=$?
+	REPLY=${REPLY//$'\r'/}
+	exec 3<&-
+}
+
+# The whole request (head and the body by Content-Length) is read first.
+split_post /reset key-reset-split
+N=$((N + 1))
+check "/reset waits for the whole body" 0 "$EARLY"
+check "/reset after the whole body, logged once" "0 reset 10007 1" \
+	"$(logq $N '"\(.status) \(.fault) \(.body.pad|length)"') $(jq -c 'select(.idempotency_key == "key-reset-split")' "$LOG" | wc -l | tr -d ' ')"
+if [ "$CAT_RC" != 0 ] && grep -qi 'reset' "$TMP/err" && [ -z "$REPLY" ]; then
+	pass "/reset answers the whole request with an RST"
+else
+	fail "/reset answers the whole request with an RST" "rc $CAT_RC, reply [$REPLY], $(cat "$TMP/err")"
+fi
+
+split_post /partial key-partial-split
+N=$((N + 1))
+check "/partial waits for the whole body" 0 "$EARLY"
+check "/partial after the whole body, logged once" "0 partial 10007 1" \
+	"$(logq $N '"\(.status) \(.fault) \(.body.pad|length)"') $(jq -c 'select(.idempotency_key == "key-partial-split")' "$LOG" | wc -l | tr -d ' ')"
+check "/partial: status line, Content-Length 100, 10 bytes, FIN" \
+	"0|HTTP/1.1 200 OK|Content-Length: 100|{\"id\":\"pro" \
+	"$CAT_RC|$(printf '%s\n' "$REPLY" | head -1)|$(printf '%s\n' "$REPLY" | grep -i '^content-length')|$(printf '%s\n' "$REPLY" | tail -1)"
 
 # --- /seq ----------------------------------------------------------------
 GOT=
@@ -261,6 +315,12 @@ curl -s -o /dev/null -m 5 "$B/seq/drop,200" -H 'Idempotency-Key: seq-drop' -d '{
 RC=$?
 check "/seq drop step" 52 "$RC"
 check "/seq after drop" 200 "$(code "$B/seq/drop,200" -H 'Idempotency-Key: seq-drop' -d '{}')"
+N=$((N + 2))
+
+curl -s -o /dev/null -m 5 "$B/seq/partial,200" -H 'Idempotency-Key: seq-partial' -d '{}'
+RC=$?
+check "/seq partial step" 18 "$RC"
+check "/seq after partial" 200 "$(code "$B/seq/partial,200" -H 'Idempotency-Key: seq-partial' -d '{}')"
 N=$((N + 2))
 
 T=$(curl -s -o /dev/null -m 5 -w '%{http_code} %{time_total}' -H 'Idempotency-Key: seq-delay' -d '{}' "$B/seq/delay400,500")
@@ -284,9 +344,11 @@ else
 	fail "/mix weights 3:1:0" "$GOT"
 fi
 check "/mix single step" 204 "$(code "$B/mix/204" -d '{}')"
+curl -s -o /dev/null -m 5 "$B/mix/partial:2" -d '{}'
+check "/mix partial step (curl 18)" 18 "$?"
 check "/mix bad weight" 400 "$(code "$B/mix/200:x" -d '{}')"
 check "/mix bad step" 400 "$(code "$B/mix/bogus:1" -d '{}')"
-N=$((N + 3))
+N=$((N + 4))
 
 curl -s -m 5 -D "$TMP/h" -o /dev/null -H 'Idempotency-Key: seq-ra' -d '{}' "$B/seq/429,200?retry_after=3"
 check "/seq honours retry_after" "Retry-After: 3" "$(grep -i '^retry-after' "$TMP/h" | tr -d '\r')"

@@ -5,8 +5,8 @@
  *
  * The dispatcher POSTs effects to their targets with libcurl. This program
  * plays the target: it answers by path (/ok, /status/<code>, /delay/<ms>,
- * /drop, /reset, /seq/<codes>, /mix/<weighted steps>), writes one JSON
- * line per request to a log,
+ * /drop, /reset, /partial, /seq/<codes>, /mix/<weighted steps>), writes one
+ * JSON line per request to a log,
  * and keeps per-Idempotency-Key counters served at GET /__stats. See
  * test/sink/README.md for the paths and options.
  *
@@ -20,7 +20,8 @@
  *            connection wait behind it so responses stay in order. EOF or an
  *            error while parked logs the request with status 0.
  *   CLOSING  no more requests are read; once the output is written the
- *            connection is reset (/reset) or moves to LINGER.
+ *            connection is reset (/reset) or moves to LINGER (/drop, and
+ *            /partial after its cut-off response).
  *   LINGER   our write side is shut down (the peer sees a FIN, after our
  *            response if there was one); input is read and discarded until
  *            EOF or a one-second timer, so the peer never gets an RST for
@@ -70,6 +71,8 @@
 #define MAX_DELAY_MS		600000
 #define MAX_PATHS_TRACKED	4096
 #define LINGER_MS			1000
+#define PARTIAL_LENGTH		100		/* Content-Length a /partial announces */
+#define PARTIAL_SENT		10		/* body bytes it sends before the FIN */
 #define DRAIN_MS			2000
 #define LOG_FLUSH_MS		10
 #define LOG_FLUSH_BYTES		(1024 * 1024)
@@ -226,7 +229,8 @@ typedef enum ActionKind
 	ACT_RESPOND,
 	ACT_DELAY,
 	ACT_DROP,
-	ACT_RESET
+	ACT_RESET,
+	ACT_PARTIAL
 } ActionKind;
 
 typedef struct Action
@@ -1022,13 +1026,17 @@ LogPrefix(const Request *req, uint64_t n, Buf *b)
 /*
  * LogFinish completes and queues one log line (prefix from LogPrefix) and
  * counts the request as handled; reaching --max-requests starts draining.
+ * fault names how a request without a complete response ended (status 0),
+ * NULL when the response was complete.
  */
 static void
-LogFinish(Server *srv, const Buf *prefix, int status)
+LogFinish(Server *srv, const Buf *prefix, int status, const char *fault)
 {
 	if (srv->log_fd >= 0)
 	{
 		BufAppend(&srv->log, prefix->data, prefix->len);
+		if (fault != NULL)
+			BufPrintf(&srv->log, "\"fault\":\"%s\",", fault);
 		BufPrintf(&srv->log, "\"status\":%d}\n", status);
 		if (srv->log.len >= LOG_FLUSH_BYTES)
 			LogFlush(srv);
@@ -1694,7 +1702,8 @@ ParseCode(const char *s, size_t n)
 
 /*
  * SeqAction picks step k (1-based; the last step repeats) of a /seq list
- * such as "503,429,delay3000,drop,200". Any invalid step makes it a 400.
+ * such as "503,429,delay3000,drop,partial,200". Any invalid step makes it
+ * a 400.
  */
 static Action
 SeqAction(const char *list, size_t n, uint64_t k)
@@ -1719,6 +1728,8 @@ SeqAction(const char *list, size_t n, uint64_t k)
 			act = (Action) {ACT_DROP, 0, 0};
 		else if (MemEq(t, tlen, "reset"))
 			act = (Action) {ACT_RESET, 0, 0};
+		else if (MemEq(t, tlen, "partial"))
+			act = (Action) {ACT_PARTIAL, 0, 0};
 		else if (HasPrefix(t, tlen, "delay") &&
 				 ParseUint(t + 5, tlen - 5, MAX_DELAY_MS, &ms))
 			act = (Action) {ACT_DELAY, 200, (int) ms};
@@ -1824,6 +1835,8 @@ Route(Server *srv, const Request *req, StrEntry *key)
 		act.kind = ACT_DROP;
 	else if (MemEq(p, n, "/reset"))
 		act.kind = ACT_RESET;
+	else if (MemEq(p, n, "/partial"))
+		act.kind = ACT_PARTIAL;
 	else if (HasPrefix(p, n, "/seq/"))
 	{
 		uint64_t	k = key ? ++key->seq : ++srv->seq_nokey;
@@ -1866,12 +1879,31 @@ Park(Server *srv, Conn *c, const Request *req, uint64_t n,
 	HeapPush(srv, c);
 }
 
+/*
+ * AppendPartial appends the start of a 200 that never completes: the status
+ * line, a Content-Length of PARTIAL_LENGTH (or the body's, if longer) and
+ * only the first PARTIAL_SENT bytes of the /ok body; the caller then closes
+ * with a FIN, so the client sees the connection end mid-body.
+ */
+static void
+AppendPartial(Server *srv, Buf *out, const Options *opt, uint64_t n)
+{
+	size_t		length;
+
+	ResultBody(srv, 200, opt, n);
+	length = srv->body.len > PARTIAL_LENGTH ? srv->body.len : PARTIAL_LENGTH;
+	BufPrintf(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			  "Content-Length: %zu\r\n\r\n", length);
+	BufAppend(out, srv->body.data,
+			  srv->body.len < PARTIAL_SENT ? srv->body.len : PARTIAL_SENT);
+}
+
 /* FirePending sends the parked response of a DELAYED connection. */
 static void
 FirePending(Server *srv, Conn *c)
 {
 	BufAppend(&c->out, c->pend_resp.data, c->pend_resp.len);
-	LogFinish(srv, &c->pend_log, c->pend_status);
+	LogFinish(srv, &c->pend_log, c->pend_status, NULL);
 	if (c->pend_has_key && c->pend_status >= 200 && c->pend_status <= 299)
 		CountOk(srv, c->pend_key.data, c->pend_key.len);
 	c->state = CS_READING;
@@ -1933,7 +1965,7 @@ HandleRequest(Server *srv, Conn *c, const Request *req)
 		case ACT_RESPOND:
 			ResultBody(srv, act.code, &opt, n);
 			AppendResponse(srv, &c->out, act.code, &opt, req, after);
-			LogFinish(srv, &srv->line, act.code);
+			LogFinish(srv, &srv->line, act.code, NULL);
 			if (req->key != NULL && act.code >= 200 && act.code <= 299)
 				CountOk(srv, req->key, req->key_len);
 			SetAfter(c, after);
@@ -1942,12 +1974,17 @@ HandleRequest(Server *srv, Conn *c, const Request *req)
 			Park(srv, c, req, n, &opt, act.delay_ms, after);
 			break;
 		case ACT_DROP:
-			LogFinish(srv, &srv->line, 0);
+			LogFinish(srv, &srv->line, 0, "drop");
 			SetAfter(c, AFTER_LINGER);
 			break;
 		case ACT_RESET:
-			LogFinish(srv, &srv->line, 0);
+			LogFinish(srv, &srv->line, 0, "reset");
 			SetAfter(c, AFTER_RESET);
+			break;
+		case ACT_PARTIAL:
+			AppendPartial(srv, &c->out, &opt, n);
+			LogFinish(srv, &srv->line, 0, "partial");
+			SetAfter(c, AFTER_LINGER);
 			break;
 	}
 }
@@ -1971,7 +2008,7 @@ RejectRequest(Server *srv, Conn *c, const Request *req, int code)
 		++srv->seq;
 	ResultBody(srv, code, NULL, 0);
 	AppendResponse(srv, &c->out, code, NULL, NULL, AFTER_LINGER);
-	LogFinish(srv, &srv->line, code);
+	LogFinish(srv, &srv->line, code, NULL);
 	SetAfter(c, AFTER_LINGER);
 }
 
@@ -2055,7 +2092,7 @@ static void
 CloseConn(Server *srv, Conn *c)
 {
 	if (c->state == CS_DELAYED)
-		LogFinish(srv, &c->pend_log, 0);
+		LogFinish(srv, &c->pend_log, 0, "abandoned");
 	HeapRemove(srv, c);
 	close(c->w.fd);
 	if (c->prev)
@@ -2312,8 +2349,8 @@ Usage(FILE *f)
 			"  --max-requests N   exit 0 after N logged requests\n"
 			"  --seed N           seed of the /mix draws (default: time and pid)\n"
 			"  --quiet            no messages on stderr except errors\n"
-			"Paths: /ok /status/<code> /delay/<ms> /drop /reset /seq/<c1>,<c2>,...\n"
-			"       /mix/<step>:<weight>,...\n"
+			"Paths: /ok /status/<code> /delay/<ms> /drop /reset /partial\n"
+			"       /seq/<c1>,<c2>,... /mix/<step>:<weight>,...\n"
 			"       GET /__stats, POST /__reset_stats; see test/sink/README.md\n");
 }
 
