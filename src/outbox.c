@@ -579,6 +579,25 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 	return new_state;
 }
 
+static SavedStatement open_effects_stmt = {
+	"SELECT 1 FROM idemgate.outbox o"
+	" WHERE o.idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/"
+	"   AND o.state OPERATOR(pg_catalog.=) ANY ('{pending,sending,unknown}'::pg_catalog.text[])"
+	" LIMIT 1",
+	1, {TEXTOID}
+};
+
+/* RunHasOpenEffects; see outbox.h. Must be called inside SPI. */
+bool
+RunHasOpenEffects(text *key)
+{
+	Datum		value = PointerGetDatum(key);
+
+	if (ExecSaved(&open_effects_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the run's effects");
+	return SPI_processed > 0;
+}
+
 /* FailEffect records a failed attempt; see outbox.h. */
 const char *
 FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const char *error_class,

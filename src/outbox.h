@@ -166,6 +166,8 @@ extern int	SettleExpiredLeases(const char *effect_type);
  * All must be called inside SPI.
  */
 extern bool LockEffect(pg_uuid_t *effect_id, LockedEffect *effect);
+/* RunHasOpenEffects: an effect of key is pending, sending or unknown. */
+extern bool RunHasOpenEffects(text *key);
 
 /*
  * LockEffectWindow is LockEffect for cancel_in_window: it also tells the

@@ -89,8 +89,12 @@ ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, bool raise)
 		return Refuse(raise, id, psprintf("its effect is %s, not failed", effect.state));
 	if (effect.run_state == NULL)
 		return Refuse(raise, id, "the effect's run no longer exists");
+	/*
+	 * A failed_terminal run with an open effect was failed by someone
+	 * (fail, an operator), not by its effects: it stays failed.
+	 */
 	if (strcmp(effect.run_state, "approved") != 0 &&
-		strcmp(effect.run_state, "failed_terminal") != 0)
+		(strcmp(effect.run_state, "failed_terminal") != 0 || RunHasOpenEffects(effect.key)))
 		return Refuse(raise, id, psprintf("the effect's run is %s, not approved, so it could never be sent",
 										  effect.run_state));
 

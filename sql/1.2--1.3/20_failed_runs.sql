@@ -146,22 +146,25 @@ WITH settings AS (
     -- is the dead_letters alert's.
     -- A run whose effect failed for good ends failed_terminal with that
     -- effect's dead letter open (1.3): since = when the run ended.
-    SELECT t.workflow, pg_catalog.count(DISTINCT t.idempotency_key) AS n, pg_catalog.min(t.at) AS since,
-           (pg_catalog.array_agg(DISTINCT CASE WHEN pg_catalog.char_length(t.idempotency_key) > 64
+    SELECT t.workflow, pg_catalog.count(*) AS n, pg_catalog.min(t.at) AS since,
+           (pg_catalog.array_agg(CASE WHEN pg_catalog.char_length(t.idempotency_key) > 64
                                       THEN pg_catalog.left(t.idempotency_key, 61) || '...'
-                                      ELSE t.idempotency_key END))[1:3] AS keys,
+                                      ELSE t.idempotency_key END
+                                 ORDER BY t.at, t.idempotency_key))[1:3] AS keys,
            (pg_catalog.array_agg(t.error_class ORDER BY t.at, t.idempotency_key))[1] AS error_class
-      FROM (SELECT r.workflow, d.idempotency_key, d.dead_at AS at, d.error_class
-              FROM idemgate.dead_letters d
-              LEFT JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
-             WHERE d.reinjected_at IS NULL AND d.kind = 'run'
-               AND d.dead_at >= pg_catalog.now() - interval '1 hour'
-            UNION ALL
-            SELECT r.workflow, r.idempotency_key, r.updated_at, d.error_class
-              FROM idemgate.dead_letters d
-              JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
-             WHERE d.reinjected_at IS NULL AND d.kind = 'effect' AND r.state = 'failed_terminal'
-               AND r.updated_at >= pg_catalog.now() - interval '1 hour') t
+      FROM (SELECT DISTINCT ON (u.idempotency_key) u.workflow, u.idempotency_key, u.at, u.error_class
+              FROM (SELECT r.workflow, d.idempotency_key, d.dead_at AS at, d.error_class
+                      FROM idemgate.dead_letters d
+                      LEFT JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
+                     WHERE d.reinjected_at IS NULL AND d.kind = 'run'
+                       AND d.dead_at >= pg_catalog.now() - interval '1 hour'
+                    UNION ALL
+                    SELECT r.workflow, r.idempotency_key, r.updated_at, d.error_class
+                      FROM idemgate.dead_letters d
+                      JOIN idemgate.runs r ON r.idempotency_key = d.idempotency_key
+                     WHERE d.reinjected_at IS NULL AND d.kind = 'effect' AND r.state = 'failed_terminal'
+                       AND r.updated_at >= pg_catalog.now() - interval '1 hour') u
+             ORDER BY u.idempotency_key, u.at) t
      GROUP BY t.workflow
 ), takeovers AS (
     -- Claims that took a run over from an expired lease (recovered events
@@ -353,3 +356,27 @@ SELECT r.alert, r.subject, r.severity,
          || r.suffix AS message,
        r.count, r.since, r.keys
   FROM raised r;
+
+-- unsettled_runs: a run approved with every effect settled, one of them
+-- failed, is as stranded as one whose effects all completed (it should
+-- have ended failed_terminal with its last effect).
+CREATE OR REPLACE FUNCTION idemgate.alert_unsettled_runs()
+RETURNS TABLE(workflow text, idempotency_key text, settled_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+SELECT a.workflow, a.idempotency_key,
+       COALESCE((SELECT pg_catalog.max(o.updated_at) FROM idemgate.outbox o
+                  WHERE o.idempotency_key = a.idempotency_key), a.updated_at)
+  FROM (SELECT r.workflow, r.idempotency_key, r.updated_at
+          FROM idemgate.runs r
+         WHERE r.state = 'approved' AND r.updated_at < pg_catalog.now() - interval '1 minute'
+         ORDER BY r.updated_at DESC
+         LIMIT 1000) a
+ -- a probe per run that stops at its first open effect
+ WHERE (SELECT o.effect_id FROM idemgate.outbox o
+         WHERE o.idempotency_key = a.idempotency_key
+           AND o.state <> ALL ('{completed,cancelled,failed}'::text[])
+         LIMIT 1) IS NULL;
+END;
+COMMENT ON FUNCTION idemgate.alert_unsettled_runs() IS
+'Part of idemgate.alert_instances: runs approved at least a minute ago (the last 1000) whose effects are all settled (completed, cancelled or failed), and when the last was settled';

@@ -233,13 +233,16 @@ SELECT pg_temp.rows_are($$* FROM pg_temp.shown$$,
                         '(dead_letters,warning,"2 dead letters of workflow alerts-leads older than 1 hour since HH:MI",2,t)',
                         '(failure_rate,critical,"11 runs of workflow alerts-leads failed since HH:MI",11,t)',
                         '(terminal_failure,warning,"8 runs of workflow alerts-leads failed for good since HH:MI (first: alerts-run-4, alerts-run-10, alerts-run-11; their inputs are in the dead letters: reinject or supersede)",8,t)',
+                        -- 1.3: the run whose only effect the provider refused ended failed_terminal.
+                        '(terminal_failure,warning,"run alerts-crm of workflow alerts-billing failed for good since HH:MI (rejected; its input is in the dead letter: reinject or supersede)",1,t)',
                         '(unknown_effects,warning,"2 effects of type alerts_sms in doubt since HH:MI (maybe delivered: check with the provider, then resolve_effect)",2,t)');
-SELECT pg_temp.rows_are($$idemgate.publish_alerts() AS first, idemgate.publish_alerts() AS second$$, '(6,0)');
+SELECT pg_temp.rows_are($$idemgate.publish_alerts() AS first, idemgate.publish_alerts() AS second$$, '(7,0)');
 SELECT pg_temp.rows_are($$alert, subject, severity, count FROM idemgate.alert_state ORDER BY alert, subject$$,
                         '(dead_letters,effect_type:alerts_crm_note,warning,1)',
                         '(dead_letters,effect_type:alerts_invoice,warning,2)',
                         '(dead_letters,workflow:alerts-leads,warning,2)',
                         '(failure_rate,workflow:alerts-leads,critical,11)',
+                        '(terminal_failure,workflow:alerts-billing,warning,1)',
                         '(terminal_failure,workflow:alerts-leads,warning,8)',
                         '(unknown_effects,effect_type:alerts_sms,warning,2)');
 
@@ -264,6 +267,7 @@ SELECT pg_temp.rows_are($$alert, subject FROM idemgate.alert_state ORDER BY aler
                         '(dead_letters,workflow:alerts-leads)',
                         '(failure_rate,workflow:alerts-leads)',
                         '(silence,workflow:alerts-quiet)',
+                        '(terminal_failure,workflow:alerts-billing)',
                         '(terminal_failure,workflow:alerts-leads)');
 
 -- Bad arguments.

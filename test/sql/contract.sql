@@ -127,7 +127,7 @@ SELECT col_type_is('idemgate', rel, col, type, rel || '.' || col || ' is ' || ty
 -- EXTENSION itself, is not (no duplicate rows).
 SELECT results_eq($$SELECT c::regclass::text FROM pg_extension e, unnest(e.extconfig) AS c
                      WHERE e.extname = 'idemgate' ORDER BY c::regclass::text$$,
-                  $$VALUES ('idemgate.alert_state'), ('idemgate.approvals'), ('idemgate.control'), ('idemgate.dead_letters'), ('idemgate.dead_letters_id_seq'), ('idemgate.effect_type_grants'), ('idemgate.effect_type_policies'), ('idemgate.effect_type_rollup'), ('idemgate.endpoints'), ('idemgate.events'), ('idemgate.events_id_seq'), ('idemgate.granted_bundles'), ('idemgate.metrics_rollup'), ('idemgate.outbox'), ('idemgate.paused_effect_types'), ('idemgate.run_metrics_rollup'), ('idemgate.runs'), ('idemgate.watched_workflows')$$, 'the tables and sequences pg_dump dumps');
+                  $$VALUES ('idemgate.alert_state'), ('idemgate.approvals'), ('idemgate.control'), ('idemgate.dead_letters'), ('idemgate.dead_letters_id_seq'), ('idemgate.effect_type_grants'), ('idemgate.effect_type_policies'), ('idemgate.effect_type_rollup'), ('idemgate.endpoints'), ('idemgate.events'), ('idemgate.events_id_seq'), ('idemgate.granted_bundles'), ('idemgate.metrics_rollup'), ('idemgate.outbox'), ('idemgate.paused_effect_types'), ('idemgate.run_metrics_rollup'), ('idemgate.runs'), ('idemgate.tombstones'), ('idemgate.watched_workflows')$$, 'the tables and sequences pg_dump dumps');
 -- The kill switch row is dumped too; restoring it (COPY of the dumped row)
 -- updates the row CREATE EXTENSION made: one row, the restored state.
 INSERT INTO idemgate.control (singleton, actions_enabled, changed_at, changed_by, reason)

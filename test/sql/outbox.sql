@@ -290,7 +290,7 @@ SELECT results_eq($$SELECT d.kind, d.idempotency_key, d.effect_id = o.effect_id,
                   'a dead letter with the full effect');
 SELECT results_eq($$SELECT o.state, r.state FROM idemgate.outbox o JOIN idemgate.runs r USING (idempotency_key)
                      WHERE idempotency_key = 'outbox-ex'$$,
-                  $$VALUES ('failed', 'approved')$$, 'the effect failed, the run stays approved');
+                  $$VALUES ('failed', 'failed_terminal')$$, 'the effect failed, its run ended failed_terminal');
 SELECT results_eq($$SELECT kind, details->>'new_state', details->>'attempt', details->>'error_class'
                       FROM idemgate.events WHERE idempotency_key = 'outbox-ex' AND kind IN ('effect_failed', 'dead_lettered') ORDER BY id$$,
                   $$VALUES ('effect_failed', 'pending', '1', 'transport'), ('effect_failed', 'pending', '2', 'transport'),

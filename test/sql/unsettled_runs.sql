@@ -68,8 +68,9 @@ SELECT is(idemgate.complete_settled_runs(), 0, 'complete_settled_runs(): nothing
 
 -- Runs approved 10 minutes ago: one with its two effects completed 5
 -- minutes ago (the old race), one with one completed and one cancelled,
--- one of another workflow, one with an open effect left (pending, unknown,
--- failed: each keeps its run approved), one settled only 30 seconds ago.
+-- one of another workflow, one with an open effect left (pending, unknown:
+-- each keeps its run approved), one whose other effect failed (settled:
+-- the run ends failed_terminal, 1.3), one settled only 30 seconds ago.
 SELECT pg_temp.approved('us-a', 'invoices', 2) \g /dev/null
 SELECT pg_temp.settle('us-a', 't1', 'completed', '6 minutes'), pg_temp.settle('us-a', 't2', 'completed', '5 minutes') \g /dev/null
 SELECT pg_temp.approved('us-b', 'invoices', 2) \g /dev/null
@@ -112,12 +113,12 @@ SELECT ok(idemgate.prometheus() LIKE '%idemgate_alert_first_keys{alert="unsettle
 -- 3. The safety net, a walk of one run per call: it comes to every
 -- approved run in turn and completes the settled ones, never the open
 -- ones; after the last one it starts again from the first.
-SELECT is((SELECT sum(idemgate.complete_settled_runs(1)) FROM generate_series(1, 8))::int, 5,
-          'one run per call: a pass over the eight approved runs completes the five settled ones');
+SELECT is((SELECT sum(idemgate.complete_settled_runs(1)) FROM generate_series(1, 8))::int, 6,
+          'one run per call: a pass over the eight approved runs ends the six settled ones');
 SELECT pg_temp.rows_are($$idempotency_key, state FROM idemgate.runs ORDER BY state, idempotency_key COLLATE "C"$$,
-                        '(us-open-failed,approved)', '(us-open-pending,approved)', '(us-open-unknown,approved)',
+                        '(us-open-pending,approved)', '(us-open-unknown,approved)',
                         '(' || repeat('k', 100) || ',completed)', '(us-a,completed)', '(us-b,completed)',
-                        '(us-c,completed)', '(us-new,completed)');
+                        '(us-c,completed)', '(us-new,completed)', '(us-open-failed,failed_terminal)');
 -- A run approved before all of them, behind where the walk stands.
 SELECT pg_temp.approved('us-0', 'invoices', 1, '20 minutes') \g /dev/null
 SELECT pg_temp.settle('us-0', 't1', 'completed', '2 minutes') \g /dev/null

@@ -133,6 +133,13 @@ my %intended = (
 	'1.1--1.2' => [
 		"UPDATE upd_snap.idemgate_bundle_members SET fn = 'idemgate.claim(text,jsonb,interval,text,uuid,text)'"
 		  . " WHERE fn = 'idemgate.claim(text,jsonb,interval,text,uuid)'"
+	],
+	# 1.3: runs left approved with all their effects settled and one
+	# failed end failed_terminal (checked on their own below).
+	'1.2--1.3' => [
+		"UPDATE upd_snap.idemgate_runs s SET state = r.state, version = r.version, updated_at = r.updated_at"
+		  . " FROM idemgate.runs r WHERE r.idempotency_key = s.idempotency_key"
+		  . " AND s.state = 'approved' AND r.state = 'failed_terminal'"
 	]);
 
 # columns_of returns, for each of @$tables in $db, its columns and their
@@ -344,6 +351,36 @@ DROP TABLE public.upd_leased;
 # (grant_effect_type), a cancelled effect (cancel_effect), an approval
 # cancelled by an operator (cancel_approval), and both rollups, written by
 # purge (src/retention.c) from a finished run made two days old.
+# fill_1_2 adds the rows only 1.2 can hold: an effect policy.
+sub fill_1_2
+{
+	my ($node) = @_;
+	$node->safe_psql('app',
+		"SELECT idemgate.set_effect_policy('upd_refund', requires_approval => true, actor => 'release')");
+}
+
+# stranded_run makes a run whose only effect failed for good, and under
+# the old version leaves it approved (as 1.2 did); returns its key.
+sub stranded_run
+{
+	my ($node) = @_;
+	$node->safe_psql('app', q{
+DO $$
+DECLARE c record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim('upd-stranded', '{"n": 21}', '1 hour', 'orders');
+  PERFORM idemgate.enqueue_effect(c.idempotency_key, c.lease_owner, c.version,
+      '{"type": "upd_refused", "target": "r1", "payload": {}}');
+END $$;
+SELECT idemgate.set_actions_enabled(true, 'release', 'pull');
+SELECT idemgate.fail_effect(effect_id, lease_owner, 'rejected', 'HTTP 400')
+  FROM idemgate.claim_effects('upd_refused', 1, '1 hour');
+SELECT idemgate.set_actions_enabled(false, 'release', 'before the update');
+UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = 'upd-stranded';
+});
+	return 'upd-stranded';
+}
+
 sub fill_1_1
 {
 	my ($node) = @_;
@@ -436,6 +473,9 @@ log_min_messages = log
 
 	fill_1_0($node, $from);
 	fill_1_1($node) if version_at_least($from, '1.1');
+	fill_1_2($node) if version_at_least($from, '1.2');
+	# A run 1.2 left approved for ever: its only effect failed for good.
+	my $stranded = stranded_run($node);
 	# The dispatcher publishes alerts every second, on the old schema too.
 	my ($alerts_rc, $alerts_out, $alerts_err) = $node->psql('app', 'SELECT idemgate.publish_alerts()');
 	is($alerts_rc, 0, "publish_alerts of the new library works on a $from schema") or diag($alerts_err);
@@ -483,6 +523,17 @@ log_min_messages = log
 	$node->safe_psql('app', 'ALTER EXTENSION idemgate UPDATE');
 	is($node->safe_psql('app', "SELECT extversion FROM pg_extension WHERE extname = 'idemgate'"),
 		$new_version, "updated to $new_version");
+	is( $node->safe_psql(
+			'app', qq{
+SELECT r.state || ' ' || (e.details->>'reason') || ' ' || jsonb_array_length(e.details->'failed_effects')
+  FROM idemgate.runs r JOIN idemgate.events e USING (idempotency_key)
+ WHERE r.idempotency_key = '$stranded' AND e.kind = 'state_changed' AND e.details->>'to' = 'failed_terminal'}),
+		'failed_terminal an effect failed for good 1',
+		'the update moved the stranded run to failed_terminal, with its event');
+	is($node->safe_psql('app', "SELECT count(*) FROM idemgate.runs r WHERE r.state = 'approved'"
+		  . " AND EXISTS (SELECT 1 FROM idemgate.outbox o WHERE o.idempotency_key = r.idempotency_key AND o.state = 'failed')"
+		  . " AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o WHERE o.idempotency_key = r.idempotency_key"
+		  . " AND o.state NOT IN ('completed', 'cancelled', 'failed'))"), '0', 'no run is left stranded');
 
 	# The fresh install to compare with (below), made from the same
 	# installed scripts right away; its roles get the same bundles.
