@@ -7,7 +7,10 @@
  * The run row is locked (LockOwnedRun) before the counter is bumped, so two
  * calls for one run are serialised and each gets its own attempt number.
  * The event holds the verdict and the number of errors, never the output
- * nor the error messages (which may quote it).
+ * nor the error messages (which may quote it). On a 1.3 schema the verdict
+ * is kept on the run: while the latest is invalid, enqueue_effect and
+ * request_approval refuse (IG004), and the idemgate.max_repairs + 1-th
+ * invalid one ends the run (FailInvalidOutput).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,13 +23,37 @@
 #include "utils/uuid.h"
 
 #include "args.h"
+#include "dead_letters.h"
 #include "doc_limits.h"
 #include "events.h"
+#include "guc.h"
 #include "runs.h"
 #include "spi_util.h"
 #include "validate.h"
 
 PG_FUNCTION_INFO_V1(idemgate_record_validation);
+
+/*
+ * FailInvalidOutput ends a run whose output stayed invalid after
+ * idemgate.max_repairs repairs (docs/operations.md, "Validating model
+ * output"): processing → failed_terminal with a run dead letter of class
+ * invalid_output, which fires terminal_failure at once. The lease ends
+ * with it: the caller's next call on the run is refused.
+ */
+static void
+FailInvalidOutput(text *key, Jsonb *payload, int32 invalid_outputs)
+{
+	EventDetails details;
+	char	   *why = psprintf("output failed validation %d times (idemgate.max_repairs = %d)",
+							   invalid_outputs, IdemgateMaxRepairs);
+
+	DetailsInit(&details);
+	MoveRunState(key, "processing", "failed_terminal", NULL, false, &details);
+	DetailsText(&details, "error_class", "invalid_output");
+	DetailsInt(&details, "invalid_outputs", invalid_outputs);
+	RecordEvent(key, NULL, "state_changed", NULL, DetailsFinish(&details));
+	RecordDeadLetter("run", key, NULL, NULL, payload, "invalid_output", why, invalid_outputs);
+}
 
 /*
  * idemgate_record_validation implements record_validation(key, owner,
@@ -70,7 +97,10 @@ idemgate_record_validation(PG_FUNCTION_ARGS)
 	LockOwnedRun(key, owner, version, &run);
 	if (run.found && run.owned)
 	{
-		int32		attempt = CountValidation(key);
+		int32		invalid_outputs = 0;
+		bool		tracked = RunValidationTracked();
+		int32		attempt = tracked ? RecordValidationVerdict(key, valid, &invalid_outputs) :
+			CountValidation(key);
 		EventDetails details;
 
 		DetailsInit(&details);
@@ -79,6 +109,9 @@ idemgate_record_validation(PG_FUNCTION_ARGS)
 		DetailsInt(&details, "error_count",
 				   JB_ROOT_IS_SCALAR(errors) ? 0 : JB_ROOT_COUNT(errors));
 		RecordEvent(key, NULL, "validation_recorded", NULL, DetailsFinish(&details));
+		if (tracked && !valid && strcmp(run.state, "processing") == 0 &&
+			invalid_outputs > IdemgateMaxRepairs)
+			FailInvalidOutput(key, run.payload, invalid_outputs);
 
 		row[0] = BoolGetDatum(valid);
 		row[1] = JsonbPGetDatum(errors);

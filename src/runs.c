@@ -151,6 +151,14 @@ static SavedStatement lock_run_stmt = {
 	" FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR UPDATE",
 	3, {TEXTOID, UUIDOID, INT8OID}
 };
+/* The same on a 1.3 schema, with whether its latest output was invalid. */
+static SavedStatement lock_run_13_stmt = {
+	"SELECT state, version, failures, payload, workflow,"
+	"       (lease_owner = $2 AND version = $3 AND lease_expires_at > pg_catalog.now()) AS owned,"
+	"       output_invalid"
+	" FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR UPDATE",
+	3, {TEXTOID, UUIDOID, INT8OID}
+};
 
 static void AddStateChange(EventDetails *details, const char *from_state,
 						   const char *to_state, int64 version, Jsonb *result);
@@ -172,6 +180,26 @@ static SavedStatement move_stmt = {
 	"   AND ($2::pg_catalog.uuid IS NULL"
 	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
 	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
+	" RETURNING version, workflow,"
+	"   pg_catalog.round(pg_catalog.date_part('epoch',"
+	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
+	7, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, INT4OID}
+};
+
+/*
+ * move_stmt for a run leaving processing towards its effects (approved,
+ * awaiting_human) on a 1.3 schema: not while its latest output is invalid.
+ */
+static SavedStatement move_valid_stmt = {
+	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
+	"  result = COALESCE($6, result), failures = failures OPERATOR(pg_catalog.+) $7,"
+	"  updated_at = pg_catalog.now()"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND state OPERATOR(pg_catalog.=) $4"
+	"   AND ($3::pg_catalog.int8 IS NULL OR version OPERATOR(pg_catalog.=) $3)"
+	"   AND ($2::pg_catalog.uuid IS NULL"
+	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
+	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
+	"   AND NOT output_invalid"
 	" RETURNING version, workflow,"
 	"   pg_catalog.round(pg_catalog.date_part('epoch',"
 	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
@@ -302,6 +330,23 @@ static SavedStatement count_validation_stmt = {
 	1, {TEXTOID}
 };
 
+/* record_validation's verdict on a 1.3 schema: the latest, and how many were invalid. */
+static SavedStatement verdict_stmt = {
+	"UPDATE idemgate.runs SET validations = validations OPERATOR(pg_catalog.+) 1,"
+	"  output_invalid = NOT $2,"
+	"  invalid_outputs = invalid_outputs OPERATOR(pg_catalog.+) CASE WHEN $2 THEN 0 ELSE 1 END"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/"
+	" RETURNING validations, invalid_outputs",
+	2, {TEXTOID, BOOLOID}
+};
+
+/* Reinjecting a run's dead letter (1.3): a fresh start for its output too. */
+static SavedStatement reset_failures_13_stmt = {
+	"UPDATE idemgate.runs SET failures = 0, output_invalid = false, invalid_outputs = 0"
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
+	1, {TEXTOID}
+};
+
 /* The outcome of a claim, as returned to SQL. */
 typedef struct ClaimResult
 {
@@ -369,7 +414,8 @@ LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run)
 	values[1] = UUIDPGetDatum(owner);
 	values[2] = Int64GetDatum(version);
 	memset(run, 0, sizeof(*run));
-	if (ExecSaved(&lock_run_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+	if (ExecSaved(RunValidationTracked() ? &lock_run_13_stmt : &lock_run_stmt,
+				  values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not lock run");
 	if (SPI_processed == 0)
 		return;
@@ -383,6 +429,33 @@ LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run)
 	run->workflow = isnull ? NULL : TextDatumGetCString(d);
 	d = GetResultDatum(0, 6, &isnull);
 	run->owned = !isnull && DatumGetBool(d);
+	if (SPI_tuptable->tupdesc->natts >= 7)
+	{
+		d = GetResultDatum(0, 7, &isnull);
+		run->output_invalid = !isnull && DatumGetBool(d);
+	}
+}
+
+/*
+ * RunValidationTracked tells whether the schema records the verdict of a
+ * run's latest validation (runs.output_invalid, 1.3): only then is an
+ * invalid output refused (docs/operations.md, "Validating model output").
+ */
+bool
+RunValidationTracked(void)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+	Oid			runs = OidIsValid(nsp) ? get_relname_relid("runs", nsp) : InvalidOid;
+
+	return OidIsValid(runs) && get_attnum(runs, "output_invalid") != InvalidAttrNumber;
+}
+
+/* LeavesForEffects: a move that lets the run's effects happen. */
+static bool
+LeavesForEffects(const char *from_state, const char *to_state)
+{
+	return strcmp(from_state, "processing") == 0 &&
+		(strcmp(to_state, "approved") == 0 || strcmp(to_state, "awaiting_human") == 0);
 }
 
 /*
@@ -416,7 +489,9 @@ MoveRun(text *key, pg_uuid_t *owner, const int64 *version, const char *from_stat
 	values[5] = JsonbPGetDatum(result);
 	nulls[5] = result ? ' ' : 'n';
 	values[6] = Int32GetDatum(count_failure ? 1 : 0);
-	if (ExecSaved(&move_stmt, values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
+	if (ExecSaved(LeavesForEffects(from_state, to_state) && RunValidationTracked() ?
+				  &move_valid_stmt : &move_stmt,
+				  values, nulls, false, 1) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not update run state");
 	if (SPI_processed != 1)
 		return -1;
@@ -1673,7 +1748,8 @@ ResetRunFailures(text *key)
 {
 	Datum		value = PointerGetDatum(key);
 
-	if (ExecSaved(&reset_failures_stmt, &value, NULL, false, 0) != SPI_OK_UPDATE)
+	if (ExecSaved(RunValidationTracked() ? &reset_failures_13_stmt : &reset_failures_stmt,
+				  &value, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not reset run failures");
 }
 
@@ -1690,6 +1766,26 @@ CountValidation(text *key)
 	if (ExecSaved(&count_validation_stmt, &value, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not count validation");
+	return DatumGetInt32(GetResultDatum(0, 1, &isnull));
+}
+
+/*
+ * RecordValidationVerdict counts a locked run's validation with its
+ * verdict (1.3) and returns the attempt; *invalid_outputs is how many of
+ * its validations were invalid. Must be called inside SPI.
+ */
+int32
+RecordValidationVerdict(text *key, bool valid, int32 *invalid_outputs)
+{
+	Datum		values[2];
+	bool		isnull;
+
+	values[0] = PointerGetDatum(key);
+	values[1] = BoolGetDatum(valid);
+	if (ExecSaved(&verdict_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not record validation");
+	*invalid_outputs = DatumGetInt32(GetResultDatum(0, 2, &isnull));
 	return DatumGetInt32(GetResultDatum(0, 1, &isnull));
 }
 
@@ -1712,6 +1808,12 @@ MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version, const char *t
 	if (new_version >= 0)
 		return new_version;
 	LockOwnedRun(key, owner, version, run);
+	if (run->found && run->owned && strcmp(run->state, "processing") == 0 && run->output_invalid)
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_INVALID_OUTPUT),
+				 errmsg("output of run \"%s\" failed validation", text_to_cstring(key)),
+				 errdetail("The latest record_validation of this run was invalid; nothing is enqueued or sent for approval."),
+				 errhint("Repair the output and call idemgate.record_validation() again; after idemgate.max_repairs repairs the run fails for good.")));
 	if (run->found && run->owned && strcmp(run->state, "processing") == 0)
 		return MoveRunState(key, "processing", to_state, NULL, false, details);
 	return -1;

@@ -25,9 +25,12 @@ typedef struct OwnedRun
 	int32		failures;
 	Jsonb	   *payload;		/* in the SPI context; NULL when none */
 	char	   *workflow;		/* in the SPI context; NULL when none */
+	bool		output_invalid; /* its latest validation failed (1.3) */
 } OwnedRun;
 
 extern bool IsRunState(const char *state);
+extern bool RunValidationTracked(void);
+extern int32 RecordValidationVerdict(text *key, bool valid, int32 *invalid_outputs);
 extern void LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run);
 extern int64 MoveRunState(text *key, const char *from_state, const char *to_state,
 						  Jsonb *result, bool count_failure, EventDetails *details);

@@ -16,5 +16,7 @@
 #define ERRCODE_IDEMGATE_ILLEGAL_TRANSITION	MAKE_SQLSTATE('I','G','0','0','2')
 /* Unknown key, effect or dead letter where one is required. */
 #define ERRCODE_IDEMGATE_UNKNOWN_OBJECT		MAKE_SQLSTATE('I','G','0','0','3')
+/* The run's latest model output failed validation (record_validation). */
+#define ERRCODE_IDEMGATE_INVALID_OUTPUT		MAKE_SQLSTATE('I','G','0','0','4')
 
 #endif							/* IDEMGATE_H */
