@@ -46,7 +46,7 @@ PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
 
 /* Headers the dispatcher sets itself; an endpoint may not override them. */
 static const char *const reserved_headers[] = {
-	"Content-Type", "Idempotency-Key", "Host", "Content-Length", "Transfer-Encoding", NULL
+	"Content-Type", "Idempotency-Key", "Host", "Content-Length", "Transfer-Encoding", "Expect", NULL
 };
 
 static SavedStatement upsert_stmt = {
@@ -102,6 +102,46 @@ HttpHostAllowed(const char *host)
 			p++;
 	}
 	return false;
+}
+
+/*
+ * UrlPortProblem says why url's port is refused, or NULL: an empty port
+ * ("http://host:/x") or port 0, which libcurl reads as "the scheme's
+ * default" and so connects to a port nobody wrote.
+ */
+static char *
+UrlPortProblem(const char *url)
+{
+	const char *p = strstr(url, "://");
+	const char *end;
+	const char *at;
+	const char *colon;
+
+	if (p == NULL)
+		return NULL;
+	p += 3;
+	end = p + strcspn(p, "/?#");
+	/* After any user information; an IPv6 literal's colons are bracketed. */
+	for (at = p; at < end; at++)
+		if (*at == '@')
+			p = at + 1;
+	if (p < end && *p == '[')
+	{
+		const char *close = memchr(p, ']', end - p);
+
+		if (close == NULL)
+			return NULL;
+		p = close + 1;
+	}
+	colon = memchr(p, ':', end - p);
+	if (colon == NULL)
+		return NULL;
+	if (colon + 1 == end)
+		return pstrdup("its port is empty; write the port, or leave out the colon");
+	for (const char *d = colon + 1; d < end; d++)
+		if (*d != '0')
+			return NULL;
+	return pstrdup("its port is 0");
 }
 
 /* EndpointUrlAllowed checks url; see endpoints.h. */
@@ -163,6 +203,8 @@ EndpointUrlAllowed(const char *url, char **why)
 			reason = pstrdup("it contains user information; put credentials in the endpoint's headers instead");
 	}
 	curl_url_cleanup(h);
+	if (reason == NULL)
+		reason = UrlPortProblem(url);
 
 	if (reason == NULL && pg_strcasecmp(scheme, "http") == 0 && !HttpHostAllowed(host))
 		reason = psprintf("plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to %s",
@@ -258,7 +300,7 @@ CheckEndpointHeaders(Jsonb *headers)
 					HeaderError("names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)", name);
 			for (int i = 0; reserved_headers[i] != NULL; i++)
 				if (pg_strcasecmp(name, reserved_headers[i]) == 0)
-					HeaderError("may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them",
+					HeaderError("may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them",
 								name);
 			foreach(lc, seen)
 				if (pg_strcasecmp((char *) lfirst(lc), name) == 0)

@@ -20,16 +20,25 @@
  * An operator who has investigated clears this database's counts with
  * clear_payload_mismatches() (audited), which ends the alert at once.
  *
- * The counts are lost when the server restarts (or crashes and resets
- * shared memory), and without shared_preload_libraries nothing is
- * counted: docs/operations.md says so. The server log keeps every IG001
- * with its key in any case.
+ * The counts survive a restart and a crash: every change writes the slots
+ * to a file in the data directory (MISMATCH_FILE, written whole to a
+ * temporary file and renamed, under an flock so the newest copy is the
+ * one kept; no fsync: a crash of the server keeps the kernel's copy), and
+ * a new segment (at start, or after a crash reset it) reads it back.
+ * IG001 is rare, so a write per refusal costs nothing that matters.
+ * Without shared_preload_libraries nothing is counted: docs/operations.md
+ * says so. The server log keeps every IG001 with its key in any case.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include "catalog/pg_type.h"
+#include "common/file_perm.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -71,7 +80,82 @@ typedef struct MismatchShared
 /* NULL unless the library was preloaded. */
 static MismatchShared *Mismatches = NULL;
 
-/* InitMismatches sets up a new segment: every slot free. */
+/* Where the slots are kept across restarts, relative to the data directory. */
+#define MISMATCH_FILE "idemgate_payload_mismatches"
+#define MISMATCH_FILE_MAGIC 0x49474d31	/* "IGM1" */
+
+/* The file: magic, the size of the slots (a new layout is ignored), the slots. */
+typedef struct MismatchFileHeader
+{
+	uint32		magic;
+	uint32		slots_size;
+} MismatchFileHeader;
+
+/*
+ * LoadMismatches reads the slots the last change wrote into m, if the file
+ * is there and of this layout; a missing or short file leaves them free.
+ */
+static void
+LoadMismatches(MismatchShared *m)
+{
+	MismatchFileHeader h;
+	int			fd = open(MISMATCH_FILE, O_RDONLY | PG_BINARY, 0);
+
+	if (fd < 0)
+		return;
+	if (read(fd, &h, sizeof(h)) == sizeof(h) && h.magic == MISMATCH_FILE_MAGIC &&
+		h.slots_size == sizeof(m->slots) &&
+		read(fd, m->slots, sizeof(m->slots)) != sizeof(m->slots))
+		memset(m->slots, 0, sizeof(m->slots));
+	close(fd);
+}
+
+/*
+ * SaveMismatches writes the slots to MISMATCH_FILE (see the design note).
+ * A failure is logged and otherwise ignored: the counts in memory stand.
+ */
+static void
+SaveMismatches(void)
+{
+	MismatchFileHeader h = {MISMATCH_FILE_MAGIC, sizeof(Mismatches->slots)};
+	MismatchSlot *copy;
+	char		tmp[MAXPGPATH];
+	int			lock_fd;
+	int			fd;
+	bool		ok;
+
+	lock_fd = open(MISMATCH_FILE ".lock", O_RDWR | O_CREAT | PG_BINARY, pg_file_create_mode);
+	if (lock_fd < 0)
+		return;
+	if (flock(lock_fd, LOCK_EX) != 0)
+	{
+		close(lock_fd);
+		return;
+	}
+	copy = palloc(sizeof(Mismatches->slots));
+	SpinLockAcquire(&Mismatches->lock);
+	memcpy(copy, Mismatches->slots, sizeof(Mismatches->slots));
+	SpinLockRelease(&Mismatches->lock);
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", MISMATCH_FILE);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, pg_file_create_mode);
+	ok = fd >= 0 &&
+		write(fd, &h, sizeof(h)) == sizeof(h) &&
+		write(fd, copy, sizeof(Mismatches->slots)) == sizeof(Mismatches->slots);
+	if (fd >= 0)
+		ok &= close(fd) == 0;
+	ok = ok && rename(tmp, MISMATCH_FILE) == 0;
+	if (!ok)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("idemgate: could not save the payload mismatch counts to \"%s\": %m", MISMATCH_FILE),
+				 errdetail("The counts stand in shared memory; a restart would lose them.")));
+	flock(lock_fd, LOCK_UN);
+	close(lock_fd);
+	pfree(copy);
+}
+
+/* InitMismatches sets up a new segment: the slots the file kept, or free. */
 static void
 InitMismatches(void *segment)
 {
@@ -79,6 +163,7 @@ InitMismatches(void *segment)
 
 	SpinLockInit(&m->lock);
 	memset(m->slots, 0, sizeof(m->slots));
+	LoadMismatches(m);
 }
 
 /* PayloadMismatchShmemDefine defines the segment; from _PG_init. */
@@ -174,6 +259,7 @@ CountPayloadMismatch(const char *workflow, int workflow_len, const char *key, in
 			strlcpy(slot->keys[slot->nkeys++], shown, KEY_BYTES);
 	}
 	SpinLockRelease(&Mismatches->lock);
+	SaveMismatches();
 }
 
 /*
@@ -251,6 +337,7 @@ idemgate_clear_payload_mismatches(PG_FUNCTION_ARGS)
 			s->dboid = InvalidOid;
 		}
 		SpinLockRelease(&Mismatches->lock);
+		SaveMismatches();
 	}
 
 	ConnectSPI();

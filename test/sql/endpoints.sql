@@ -89,17 +89,35 @@ SELECT throws_ok(format('SELECT idemgate.register_endpoint(%L, %L, %L, 3, false,
   ('{"X-Token": "a\nb"}', '22023', 'argument "headers" values must not contain CR, LF or other control characters'),
   ('{"X-Token": "a\u0007b"}', '22023', 'argument "headers" values must not contain CR, LF or other control characters'),
   ('{"Content-Type": "text/plain"}', '22023',
-   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them'),
   ('{"idempotency-key": "fixed"}', '22023',
-   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them'),
   ('{"HOST": "evil.example"}', '22023',
-   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them'),
   ('{"Content-Length": "0"}', '22023',
-   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them'),
   ('{"Transfer-Encoding": "chunked"}', '22023',
-   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them'),
+  -- 1.3: Expect would make libcurl wait for a 100 Continue nobody promised.
+  ('{"Expect": "100-continue"}', '22023',
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them'),
   ('{"X-A": "1", "x-a": "2"}', '22023', 'argument "headers" names must be unique regardless of case')
 ) AS t(h, code, m);
+-- 1.3: an empty or zero port is refused (libcurl would use the scheme's
+-- default: a port nobody wrote); a written port is kept.
+SELECT throws_ok(format('SELECT idemgate.register_endpoint(%L, %L)', 'endpoints_p', u), '22023', m, 'port: ' || u)
+  FROM (VALUES
+  ('http://127.0.0.1:/x', 'argument "url" is not allowed: its port is empty; write the port, or leave out the colon'),
+  ('https://example.com:/', 'argument "url" is not allowed: its port is empty; write the port, or leave out the colon'),
+  ('https://example.com:0/x', 'argument "url" is not allowed: its port is 0'),
+  ('https://example.com:000', 'argument "url" is not allowed: its port is 0'),
+  ('https://[2001:db8::1]:0/x', 'argument "url" is not allowed: its port is 0'),
+  ('https://user@example.com:/x', 'argument "url" is not allowed: it contains user information; put credentials in the endpoint''s headers instead')
+) AS t(u, m);
+SELECT lives_ok($$SELECT idemgate.register_endpoint('endpoints_p', 'https://example.com:8443/x?a=b:c')$$,
+                'a written port (and a colon in the query) is accepted');
+SELECT lives_ok($$SELECT idemgate.register_endpoint('endpoints_p6', 'https://[2606:4700::1111]/x')$$,
+                'an IPv6 literal without a port is accepted');
 SELECT lives_ok(format('SELECT idemgate.register_endpoint(%L, %L, %L, 3, false, %L)', 'endpoints_h', 'https://example.com/', '10 s',
                        '{"Authorization": "Bearer s3cr3t", "X-Tenant": "acme\tco"}'::jsonb),
                 'headers with a tab in a value are accepted');

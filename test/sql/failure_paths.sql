@@ -118,5 +118,22 @@ SELECT is(idemgate.purge_tombstones('1 day'), 0::bigint, 'tombstones younger tha
 UPDATE idemgate.tombstones SET purged_at = now() - interval '2 days';
 SELECT is(idemgate.purge_tombstones('1 day'), 1::bigint, 'older ones go');
 SELECT is((SELECT outcome FROM idemgate.claim('fp-old', '{"n": 2}')), 'claimed', 'then the key is new again');
+
+-- approvals_waiting: an approval nobody decided for longer than
+-- idemgate.alert_approval_wait (4 hours) names its key and audience.
+SELECT is((SELECT outcome FROM idemgate.claim('fp-wait', '{"n": 1}', workflow => 'fp-wf')), 'claimed', 'a run to approve');
+SELECT is((SELECT count(*) FROM idemgate.request_approval('fp-wait', pg_temp.owner_of('fp-wait'), pg_temp.version_of('fp-wait'),
+             '{"type": "fp_mail", "target": "x", "payload": {}}', '2 days', audience => '{mary}')), 1::bigint, 'approval requested');
+SELECT is((SELECT count(*) FROM idemgate.alerts WHERE alert = 'approvals_waiting'), 0::bigint, 'a fresh approval: no alert');
+UPDATE idemgate.approvals SET created_at = now() - interval '5 hours' WHERE idempotency_key = 'fp-wait';
+SELECT is((SELECT message FROM idemgate.alerts WHERE alert = 'approvals_waiting'),
+          'approval of run fp-wait of workflow fp-wf waiting for a decision since ' || to_char(now() - interval '5 hours', 'HH24:MI')
+          || ' (audience: mary; decide with consume_approval or cancel_approval)',
+          'after 5 hours: approvals_waiting names the key and the audience');
+SELECT is((SELECT count(*) FROM idemgate.alert_instances WHERE alert = 'approvals_waiting' AND keys = '{fp-wait}'), 1::bigint,
+          'its keys');
+UPDATE idemgate.approvals SET expires_at = now() - interval '1 second' WHERE idempotency_key = 'fp-wait';
+SELECT is((SELECT count(*) FROM idemgate.alerts WHERE alert = 'approvals_waiting'), 0::bigint, 'an expired one is not waiting');
+
 SELECT * FROM finish();
 ROLLBACK;

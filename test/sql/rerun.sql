@@ -44,7 +44,7 @@ SELECT throws_ok(q, code, m, q) FROM (VALUES
   ($$SELECT idemgate.register_rerun('rr-wf', 'not a url')$$, '22023', NULL),
   ($$SELECT idemgate.register_rerun('rr-wf', 'https://n8n.example/rerun', NULL)$$, '22004', 'argument "headers" must not be NULL'),
   ($$SELECT idemgate.register_rerun('rr-wf', 'https://n8n.example/rerun', '{"Idempotency-Key": "x"}')$$, '22023',
-   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length or Transfer-Encoding; the dispatcher sets them'),
+   'argument "headers" may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them'),
   ($$SELECT idemgate.register_rerun('rr-wf', 'https://n8n.example/rerun', '[]')$$, '22023', 'argument "headers" must be a JSON object'),
   ($$SELECT idemgate.register_rerun('rr-wf', 'https://n8n.example/rerun', '{}', NULL)$$, '22004', 'argument "timeout" must not be NULL'),
   ($$SELECT idemgate.register_rerun('rr-wf', 'https://n8n.example/rerun', '{}', '0 s')$$, '22023',

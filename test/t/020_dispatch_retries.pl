@@ -7,9 +7,12 @@
 #      reinject → delivered with the same Idempotency-Key;
 #    - a timeout after the request was sent → unknown, never re-sent;
 #      with honors_idempotency_key → retried and delivered, same key;
-#    - 500 → unknown; 400 → failed at once; refused and reset connections
-#      → retried; a connection closed without a response → unknown; in
-#      every case libcurl never re-sends a request by itself.
+#    - 500 → unknown; 400 → failed at once; a refused connection →
+#      retried; a connection reset after the server read the request, or
+#      closed without a (complete) response → lost_after_send: unknown
+#      after one request to an endpoint that cannot dedupe, retried with
+#      the same key by one that can; in every case libcurl never re-sends
+#      a request by itself.
 use strict;
 use warnings;
 
@@ -35,8 +38,10 @@ register_endpoint($node, 'refused', 'http://127.0.0.1:1/nothing-listens',
 	max_attempts => 2);
 register_endpoint($node, 'reset', "$base/reset", max_attempts => 2);
 register_endpoint($node, 'drop', "$base/drop");
+register_endpoint($node, 'partial', "$base/partial");
+register_endpoint($node, 'reset_key', "$base/seq/reset,partial,200", honors => 1);
 
-for my $t (qw(ra_secs ra_date backoff tmo tmo_key s500 s400 refused reset drop))
+for my $t (qw(ra_secs ra_date backoff tmo tmo_key s500 s400 refused reset drop partial reset_key))
 {
 	enqueue_effects($node, $t, 1, $t);
 }
@@ -83,10 +88,21 @@ is( $node->safe_psql('app',
 	'rejected',
 	'400 → dead letter, rejected');
 
-# Refused and reset connections are retried until max_attempts.
+# A refused connection is retried until max_attempts.
 is(effect_state('refused'), 'failed 2', 'refused connection retried, then failed');
-is(effect_state('reset'), 'failed 2', 'reset connection retried, then failed');
-is(scalar(@{ times_of('reset') }), 2, 'reset: exactly one request per attempt');
+# A reset after the server read the whole request (a proxy in front of a
+# provider): it may have acted, so never sent again without the key.
+is(effect_state('reset'), 'unknown 1', 'reset after the request was read → unknown')
+  or diag('reset: ' . $node->safe_psql('app', "SELECT last_error FROM idemgate.outbox WHERE effect_type = 'reset'"));
+is(scalar(@{ times_of('reset') }), 1, 'reset: one request, never re-sent');
+is($node->safe_psql('app', "SELECT details->>'error_class' FROM idemgate.events e JOIN idemgate.outbox o USING (effect_id)"
+	  . " WHERE o.effect_type = 'reset' AND e.kind = 'effect_failed'"), 'lost_after_send', 'reset: class lost_after_send');
+# A close before a complete response (status line, part of the body).
+is(effect_state('partial'), 'unknown 1', 'closed before a complete response → unknown');
+is(scalar(@{ times_of('partial') }), 1, 'partial: one request, never re-sent');
+# With the key honoured the provider dedupes: retried, delivered, same key.
+is(effect_state('reset_key'), 'completed 3', 'reset then partial with the key honoured: retried, delivered');
+is(scalar(@{ times_of('reset_key') }), 3, 'reset_key: one request per attempt, all under one key');
 is( $node->safe_psql('app',
 		"SELECT error_class FROM idemgate.dead_letters WHERE idempotency_key = 'refused-1'"),
 	'transport',
