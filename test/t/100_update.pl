@@ -525,10 +525,11 @@ log_min_messages = log
 		$new_version, "updated to $new_version");
 	is( $node->safe_psql(
 			'app', qq{
-SELECT r.state || ' ' || (e.details->>'reason') || ' ' || jsonb_array_length(e.details->'failed_effects')
+SELECT r.state || ' ' || (e.details->>'reason') || ' ' || jsonb_array_length(e.details->'failed_effects') || ' ' || e.actor
   FROM idemgate.runs r JOIN idemgate.events e USING (idempotency_key)
- WHERE r.idempotency_key = '$stranded' AND e.kind = 'state_changed' AND e.details->>'to' = 'failed_terminal'}),
-		'failed_terminal an effect failed for good 1',
+ WHERE r.idempotency_key = '$stranded' AND e.kind = 'state_changed' AND e.details->>'to' = 'failed_terminal'
+ ORDER BY e.id DESC LIMIT 1}),
+		'failed_terminal an effect failed for good 1 ALTER EXTENSION idemgate UPDATE',
 		'the update moved the stranded run to failed_terminal, with its event');
 	is($node->safe_psql('app', "SELECT count(*) FROM idemgate.runs r WHERE r.state = 'approved'"
 		  . " AND EXISTS (SELECT 1 FROM idemgate.outbox o WHERE o.idempotency_key = r.idempotency_key AND o.state = 'failed')"
