@@ -37,7 +37,7 @@ static SavedStatement target_stmt = {
 };
 
 static SavedStatement lock_letter_stmt = {
-	"SELECT kind, idempotency_key, effect_id, reinjected_at IS NOT NULL"
+	"SELECT kind, idempotency_key, effect_id, reinjected_at IS NOT NULL, error_class"
 	" FROM idemgate.dead_letters WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE",
 	1, {INT8OID}
 };
@@ -135,6 +135,8 @@ LockDeadLetter(int64 id, DeadLetterRef *letter)
 		memcpy(letter->effect_id, DatumGetUUIDP(d), sizeof(pg_uuid_t));
 	}
 	letter->reinjected = DatumGetBool(GetResultDatum(0, 4, &isnull));
+	d = GetResultDatum(0, 5, &isnull);
+	letter->error_class = isnull ? NULL : TextDatumGetCString(d);
 	return true;
 }
 

@@ -19,6 +19,7 @@ typedef struct DeadLetterRef
 	text	   *key;
 	pg_uuid_t  *effect_id;		/* NULL for run letters */
 	bool		reinjected;
+	char	   *error_class;	/* NULL when none was recorded */
 } DeadLetterRef;
 
 /* All must be called inside SPI. */

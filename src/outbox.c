@@ -941,6 +941,34 @@ RequeueLockedEffect(pg_uuid_t *effect_id)
 	WakeDispatcherAtCommit();
 }
 
+static SavedStatement replace_effect_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET effect_id = $2, replaces = $1, payload = $3,"
+	"     state = 'pending', attempts = 0, next_attempt_at = pg_catalog.now(),"
+	"     lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, provider_id = NULL,"
+	"     updated_at = pg_catalog.now()"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
+	3, {UUIDOID, UUIDOID, JSONBOID}
+};
+
+/* ReplaceLockedEffect; see outbox.h. Must be called inside SPI. */
+pg_uuid_t *
+ReplaceLockedEffect(pg_uuid_t *effect_id, text *key, Jsonb *payload)
+{
+	pg_uuid_t  *new_id = RandomUuid();
+	Datum		values[3];
+
+	/* On Citus an effect id carries its bucket (src/distributed.c). */
+	if (IdemgateIsDistributed())
+		StampUuidBucket(new_id, KeyBucket(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
+	values[0] = UUIDPGetDatum(effect_id);
+	values[1] = UUIDPGetDatum(new_id);
+	values[2] = JsonbPGetDatum(payload);
+	ExecEffectUpdate(&replace_effect_stmt, values, NULL, "replace");
+	WakeDispatcherAtCommit();
+	return new_id;
+}
+
 /* ResolveLockedEffectDelivered marks a locked effect completed; see outbox.h. */
 void
 ResolveLockedEffectDelivered(pg_uuid_t *effect_id, const char *provider_id)

@@ -166,6 +166,13 @@ extern int	SettleExpiredLeases(const char *effect_type);
  * All must be called inside SPI.
  */
 extern bool LockEffect(pg_uuid_t *effect_id, LockedEffect *effect);
+/*
+ * ReplaceLockedEffect turns a locked failed effect into its replacement
+ * (reinject with a corrected payload): a new effect id, so a new
+ * Idempotency-Key, replaces = the old id, payload, pending and due now.
+ * Returns the new id.
+ */
+extern pg_uuid_t *ReplaceLockedEffect(pg_uuid_t *effect_id, text *key, Jsonb *payload);
 /* RunHasOpenEffects: an effect of key is pending, sending or unknown. */
 extern bool RunHasOpenEffects(text *key);
 

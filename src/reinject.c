@@ -18,6 +18,12 @@
  *	  run"), goes back to approved in the same event; a letter whose run
  *	  is in any other state is refused, since its effect could never be
  *	  sent.
+ *	  With a corrected payload (reinject(id, actor, payload)), only for an
+ *	  effect the provider refused (rejected: it never acted), the effect
+ *	  becomes a new one instead: a new effect_id, so a new
+ *	  Idempotency-Key, whose replaces column names the failed one; the
+ *	  refused payload stays in the dead letter, the corrected one and the
+ *	  actor are in the effect_replaced event.
  *	- run letter: the run (failed_terminal) goes back to failed_retryable
  *	  with its failure count reset, so the next delivery of the same event
  *	  recovers it through claim. This is the one sanctioned exit from
@@ -42,6 +48,7 @@
 
 #include "args.h"
 #include "dead_letters.h"
+#include "doc_limits.h"
 #include "events.h"
 #include "idemgate_limits.h"
 #include "outbox.h"
@@ -78,10 +85,11 @@ Refuse(bool raise, int64 id, const char *why)
  * design note.
  */
 static ReinjectOutcome
-ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, bool raise)
+ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, Jsonb *payload, bool raise)
 {
 	LockedEffect effect;
 	EventDetails details;
+	pg_uuid_t  *new_id = NULL;
 
 	if (!LockEffect(effect_id, &effect))
 		return Refuse(raise, id, "its effect no longer exists");
@@ -98,13 +106,23 @@ ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, bool raise)
 		return Refuse(raise, id, psprintf("the effect's run is %s, not approved, so it could never be sent",
 										  effect.run_state));
 
-	RequeueLockedEffect(effect_id);
 	DetailsInit(&details);
 	DetailsInt(&details, "dead_letter_id", id);
+	if (payload == NULL)
+		RequeueLockedEffect(effect_id);
+	else
+	{
+		/* The provider refused the payload: a corrected one, a new key. */
+		new_id = ReplaceLockedEffect(effect_id, effect.key, payload);
+		DetailsText(&details, "replaces",
+					DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(effect_id))));
+		DetailsJsonb(&details, "payload", payload);
+	}
 	/* The run ended with this failure (docs/outbox.md): it goes back. */
 	if (strcmp(effect.run_state, "failed_terminal") == 0)
 		MoveRunState(effect.key, "failed_terminal", "approved", NULL, false, &details);
-	RecordEvent(effect.key, effect_id, "effect_reinjected", actor, DetailsFinish(&details));
+	RecordEvent(effect.key, new_id ? new_id : effect_id,
+				new_id ? "effect_replaced" : "effect_reinjected", actor, DetailsFinish(&details));
 	return REINJECT_DONE;
 }
 
@@ -142,7 +160,7 @@ ReinjectRun(int64 id, text *key, const char *actor, bool raise)
  * an object that cannot go back is IG002 when raise, else REFUSED.
  */
 static ReinjectOutcome
-ReinjectDeadLetter(int64 id, const char *actor, bool raise)
+ReinjectDeadLetter(int64 id, const char *actor, Jsonb *payload, bool raise)
 {
 	DeadLetterRef letter;
 	ReinjectOutcome outcome;
@@ -155,8 +173,20 @@ ReinjectDeadLetter(int64 id, const char *actor, bool raise)
 	if (letter.reinjected)
 		return REINJECT_ALREADY;
 
+	if (payload != NULL && (strcmp(letter.kind, "effect") != 0 || letter.effect_id == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+				 errmsg("dead letter %lld cannot be reinjected with a payload: it is a run's dead letter", (long long) id),
+				 errhint("Reinject it without a payload (the next delivery recovers the run), or send the corrected input with idemgate.supersede().")));
+	if (payload != NULL && (letter.error_class == NULL || strcmp(letter.error_class, "rejected") != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+				 errmsg("dead letter %lld cannot be reinjected with a payload: its effect failed as %s, not rejected",
+						(long long) id, letter.error_class ? letter.error_class : "(no class)"),
+				 errdetail("Only a payload the provider refused (rejected) can be replaced: after any other failure the provider may have acted on the one it got."),
+				 errhint("Reinject it without a payload to send the same effect again with the same Idempotency-Key.")));
 	if (strcmp(letter.kind, "effect") == 0 && letter.effect_id != NULL)
-		outcome = ReinjectEffect(id, letter.effect_id, actor, raise);
+		outcome = ReinjectEffect(id, letter.effect_id, actor, payload, raise);
 	else
 		outcome = ReinjectRun(id, letter.key, actor, raise);
 	if (outcome == REINJECT_DONE)
@@ -165,22 +195,35 @@ ReinjectDeadLetter(int64 id, const char *actor, bool raise)
 }
 
 /*
- * idemgate_reinject implements reinject(id, actor): true when reinjected,
- * false when it had been reinjected already.
+ * idemgate_reinject implements reinject(id, actor, payload): true when
+ * reinjected, false when it had been reinjected already. With a payload,
+ * the rejected effect of the letter is replaced (ReinjectEffect).
  */
 Datum
 idemgate_reinject(PG_FUNCTION_ARGS)
 {
 	int64		id;
 	char	   *actor;
+	Jsonb	   *payload = NULL;
 	ReinjectOutcome outcome;
 
 	RequireArg(fcinfo, 0, "id");
 	id = PG_GETARG_INT64(0);
 	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES));
+	/* 1.3: a corrected payload (absent from an older schema's signature). */
+	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+	{
+		CheckDocumentArg(fcinfo, 2, "payload");
+		payload = PG_GETARG_JSONB_P(2);
+		if (!JB_ROOT_IS_OBJECT(payload) || JB_ROOT_IS_SCALAR(payload))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"payload\" must be a JSON object"),
+					 errhint("Pass the corrected payload of the effect, e.g. '{\"to\": \"ana@example.com\"}'.")));
+	}
 
 	ConnectSPI();
-	outcome = ReinjectDeadLetter(id, actor, true);
+	outcome = ReinjectDeadLetter(id, actor, payload, true);
 	SPI_finish();
 	PG_RETURN_BOOL(outcome == REINJECT_DONE);
 }
@@ -209,7 +252,7 @@ idemgate_reinject_all(PG_FUNCTION_ARGS)
 	ids = LockOpenDeadLetters(effect_type, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
 							  PG_ARGISNULL(2), &n);
 	for (int i = 0; i < n; i++)
-		if (ReinjectDeadLetter(ids[i], actor, false) == REINJECT_DONE)
+		if (ReinjectDeadLetter(ids[i], actor, NULL, false) == REINJECT_DONE)
 			count++;
 	SPI_finish();
 	PG_RETURN_INT32(count);

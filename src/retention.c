@@ -18,7 +18,7 @@
  * finished one, holds a lock on the run row from before it writes until it
  * commits: a duplicate claim FOR NO KEY UPDATE (ON CONFLICT's lock, or
  * src/claim_direct.c's) while it writes its duplicate event, supersede FOR
- * KEY SHARE on the original, the rest FOR UPDATE or an UPDATE of the run.
+ * NO KEY UPDATE on the original, the rest FOR UPDATE or an UPDATE of the run.
  * So purge works in two statements:
  *   1. lock the candidate runs FOR UPDATE SKIP LOCKED. A run another
  *      transaction holds is skipped (purged next time); one whose holder

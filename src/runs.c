@@ -217,8 +217,21 @@ static SavedStatement renew_stmt = {
 	5, {TEXTOID, UUIDOID, INT8OID, INTERVALOID, INTERVALOID}
 };
 
+/*
+ * supersede locks the original FOR NO KEY UPDATE: two supersedes of one
+ * original serialise, so the second sees the first's superseded event
+ * (superseded_by_stmt, in a snapshot taken after the lock).
+ */
 static SavedStatement lock_original_stmt = {
-	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR KEY SHARE",
+	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR NO KEY UPDATE",
+	1, {TEXTOID}
+};
+
+static SavedStatement superseded_by_stmt = {
+	"SELECT e.details OPERATOR(pg_catalog.->>) 'new_key' FROM idemgate.events e"
+	" WHERE e.idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket e*//*@route $1*/"
+	"   AND e.kind OPERATOR(pg_catalog.=) 'superseded'"
+	" ORDER BY e.id LIMIT 1",
 	1, {TEXTOID}
 };
 
@@ -1506,6 +1519,20 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 				 errmsg("run \"%s\" is %s; only completed or failed_terminal runs can be superseded",
 						text_to_cstring(original), state),
 				 errhint("A run in progress recovers through claim; wait for it to finish.")));
+	/* An original has one successor (the same call again is a duplicate). */
+	if (ExecSavedLatest(&superseded_by_stmt, values, NULL, 1) != SPI_OK_SELECT)
+		elog(ERROR, "successor look-up failed");
+	if (SPI_processed == 1)
+	{
+		char	   *successor = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+
+		if (strcmp(successor, text_to_cstring(new_key)) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
+					 errmsg("run \"%s\" was already superseded by \"%s\"", text_to_cstring(original), successor),
+					 errdetail("An original is superseded at most once: two live successors would both act on it."),
+					 errhint("Supersede \"%s\" instead, once it has finished.", successor)));
+	}
 
 	ClaimRun(new_key, payload, lease, workflow_null ? NULL : DatumGetTextPP(workflow),
 			 NULL, original, operator_name, NULL, &res);

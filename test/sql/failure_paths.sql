@@ -87,6 +87,54 @@ SELECT is((SELECT state || ' ' || (result->'effects'->0->>'state') FROM idemgate
           'completed completed', 'the run completed, its result names the delivered effect');
 SELECT is((SELECT count(*) FROM idemgate.alerts WHERE alert = 'terminal_failure' AND message LIKE '%fp-refused%'), 0::bigint,
           'terminal_failure no longer names it');
+-- reinject with a corrected payload: the provider refused the effect, so
+-- a new effect (new id, so a new Idempotency-Key) replaces it.
+SELECT pg_temp.enqueue('fp-fix', 'fp_fix');
+SELECT effect_id AS fix_old FROM idemgate.outbox WHERE idempotency_key = 'fp-fix' \gset
+SELECT is(pg_temp.deliver('fp_fix', 'rejected'), 'failed', 'the provider refused the malformed payload');
+SELECT id AS fix_dl FROM idemgate.dead_letters WHERE idempotency_key = 'fp-fix' \gset
+SELECT throws_ok(format('SELECT idemgate.reinject(%s, %L, %L)', :fix_dl, 'fp-operator', '[1, 2]'), '22023',
+                 'argument "payload" must be a JSON object', 'a payload that is not an object: 22023');
+SELECT throws_ok(format('SELECT idemgate.reinject(%s, %L, %L)', :fix_dl, 'fp-operator', '"x"'), '22023',
+                 'argument "payload" must be a JSON object', 'a scalar payload: 22023');
+SELECT is(idemgate.reinject(:fix_dl, 'fp-operator', '{"to": "fixed"}'), true, 'reinjected with a corrected payload');
+SELECT results_eq($$SELECT effect_id <> '$$ || :'fix_old' || $$'::uuid, replaces = '$$ || :'fix_old' || $$'::uuid, payload, state, attempts
+                      FROM idemgate.outbox WHERE idempotency_key = 'fp-fix'$$,
+                  $$VALUES (true, true, '{"to": "fixed"}'::jsonb, 'pending', 0)$$,
+                  'a new effect id (a new Idempotency-Key) replaces the refused one, with the corrected payload');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-fix'), 'approved', 'its run is approved again');
+SELECT results_eq($$SELECT actor, details->'payload', details->>'replaces' FROM idemgate.events
+                     WHERE idempotency_key = 'fp-fix' AND kind = 'effect_replaced'$$,
+                  format($$VALUES ('fp-operator', '{"to": "fixed"}'::jsonb, %L)$$, :'fix_old'),
+                  'the event names the actor, the corrected payload and the replaced effect');
+SELECT is((SELECT payload FROM idemgate.dead_letters WHERE id = :fix_dl), '{"to": "x"}'::jsonb,
+          'the dead letter keeps the refused payload');
+SELECT is(pg_temp.deliver('fp_fix', NULL), 'completed', 'the corrected effect is delivered');
+SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-fix'), 'completed', 'and its run completes');
+-- Only a rejected effect can take a payload: after a maybe-sent failure
+-- the provider may have acted on the one it got.
+SELECT pg_temp.enqueue('fp-maybe', 'fp_maybe');
+SELECT is(pg_temp.deliver('fp_maybe', 'transport'), 'pending', 'a transport failure: pending');
+UPDATE idemgate.outbox SET attempts = 3 WHERE idempotency_key = 'fp-maybe';
+UPDATE idemgate.outbox SET next_attempt_at = now() WHERE idempotency_key = 'fp-maybe';
+SELECT is(pg_temp.deliver('fp_maybe', 'transport'), 'failed', 'attempts exhausted: failed');
+SELECT id AS maybe_dl FROM idemgate.dead_letters WHERE idempotency_key = 'fp-maybe' \gset
+SELECT throws_ok(format('SELECT idemgate.reinject(%s, %L, %L)', :maybe_dl, 'fp-operator', '{"to": "y"}'), 'IG002',
+                 format('dead letter %s cannot be reinjected with a payload: its effect failed as transport, not rejected', :maybe_dl),
+                 'a payload on a letter whose class is not rejected: IG002 saying why');
+SELECT is((SELECT reinjected_at IS NULL FROM idemgate.dead_letters WHERE id = :maybe_dl), true, 'the letter stays open');
+SELECT is(idemgate.reinject(:maybe_dl, 'fp-operator'), true, 'without a payload it goes back as it was');
+
+-- supersede accepts a run that failed for good, once.
+SELECT pg_temp.enqueue('fp-orig', 'fp_orig');
+SELECT is(pg_temp.deliver('fp_orig', 'rejected'), 'failed', 'refused');
+SELECT is((SELECT outcome FROM idemgate.supersede('fp-orig', 'fp-orig-v2', '{"n": 2}', 'fp-operator', 'corrected input')),
+          'claimed', 'a run that failed for good is superseded');
+SELECT is((SELECT outcome FROM idemgate.supersede('fp-orig', 'fp-orig-v2', '{"n": 2}', 'fp-operator', 'corrected input')),
+          'duplicate', 'the same supersede again: a duplicate');
+SELECT throws_ok($$SELECT idemgate.supersede('fp-orig', 'fp-orig-v3', '{"n": 3}', 'fp-operator', 'again')$$, 'IG002',
+                 'run "fp-orig" was already superseded by "fp-orig-v2"', 'a second successor: IG002 naming the first');
+
 -- The safety net finds a run left approved with a failed effect.
 SELECT pg_temp.enqueue('fp-net', 'fp_net');
 SELECT is(pg_temp.deliver('fp_net', 'rejected'), 'failed', 'refused');

@@ -136,10 +136,13 @@ my %intended = (
 	],
 	# 1.3: runs left approved with all their effects settled and one
 	# failed end failed_terminal (checked on their own below).
+	# reinject gained payload, and its bundle row follows the new signature.
 	'1.2--1.3' => [
 		"UPDATE upd_snap.idemgate_runs s SET state = r.state, version = r.version, updated_at = r.updated_at"
 		  . " FROM idemgate.runs r WHERE r.idempotency_key = s.idempotency_key"
-		  . " AND s.state = 'approved' AND r.state = 'failed_terminal'"
+		  . " AND s.state = 'approved' AND r.state = 'failed_terminal'",
+		"UPDATE upd_snap.idemgate_bundle_members SET fn = 'idemgate.reinject(bigint,text,jsonb)'"
+		  . " WHERE fn = 'idemgate.reinject(bigint,text)'"
 	]);
 
 # columns_of returns, for each of @$tables in $db, its columns and their

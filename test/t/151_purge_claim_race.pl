@@ -4,8 +4,9 @@
 #    For 20 seconds, 5 clients claim 200 finished keys again and again
 #    (duplicates, each writing a duplicate event while it holds the run),
 #    while a sixth purges over and over, and a seventh puts finished runs
-#    back in the past so that purge keeps taking them (a key purged is
-#    claimed afresh, and put back in the past in turn). Afterwards no event, outbox row,
+#    back in the past so that purge keeps taking them (a key purged, its
+#    tombstone forgotten, is claimed afresh, and put back in the past in
+#    turn). Afterwards no event, outbox row,
 #    approval or dead letter of those keys is without its run. Before purge
 #    locked its runs ahead of its snapshot, such a run left about one
 #    orphan duplicate event every few seconds.
@@ -56,7 +57,10 @@ my %scripts = (
 	  . " WHERE idempotency_key IN (SELECT idempotency_key FROM idemgate.runs"
 	  . "  WHERE idempotency_key LIKE 'pr-%' AND (state = 'processing' OR updated_at > now() - interval '1 minute')"
 	  . "  ORDER BY idempotency_key FOR UPDATE);\n",
-	'purge.sql' => "SELECT idemgate.purge('1 minute');\n");
+	# Purge keeps a tombstone of each run (a purged key answers duplicate,
+	# state purged); forgetting them at once lets a key be claimed afresh.
+	'purge.sql' => "SELECT idemgate.purge('1 minute');\n"
+	  . "SELECT idemgate.purge_tombstones('1 microsecond');\n");
 for my $f (keys %scripts)
 {
 	open(my $fh, '>', "$dir/$f") or die;

@@ -1,0 +1,20 @@
+-- sql/1.2--1.3/50_reinject_payload.sql — reinject(id, actor, payload):
+-- "un payload mal formado sigue mal formado". An effect the provider
+-- refused (rejected: it never acted) can be sent again with a corrected
+-- payload as a new effect: a new effect_id, so a new Idempotency-Key,
+-- whose replaces column names the failed one (src/reinject.c). The
+-- function gains an argument, so it is made again; roles holding the
+-- operator bundle get EXECUTE back in 99_release_grants.sql.
+ALTER TABLE idemgate.outbox ADD COLUMN replaces uuid;
+COMMENT ON COLUMN idemgate.outbox.replaces IS
+'The effect_id of the rejected effect this one replaces with a corrected payload (reinject with a payload); NULL otherwise';
+
+DROP FUNCTION idemgate.reinject(bigint, text);
+CREATE FUNCTION idemgate.reinject(id bigint, actor text, payload jsonb DEFAULT NULL) RETURNS boolean
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'idemgate_reinject';
+COMMENT ON FUNCTION idemgate.reinject(bigint, text, jsonb) IS
+'Reinject a dead letter once: an effect goes back to pending (attempts reset, same effect_id and key) and a failed_terminal run it ended back to approved; a run letter to failed_retryable. With payload (a JSON object), an effect the provider rejected is replaced by a new effect (new effect_id and key, replaces = the old one) carrying it (IG002 for any other class). False when already reinjected, IG003 for an unknown id';
+REVOKE ALL ON FUNCTION idemgate.reinject(bigint, text, jsonb) FROM PUBLIC;
+UPDATE idemgate.bundle_members SET fn = 'idemgate.reinject(bigint,text,jsonb)'
+ WHERE fn = 'idemgate.reinject(bigint,text)';
