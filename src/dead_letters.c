@@ -92,7 +92,7 @@ RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
 	DetailsInit(&details);
 	DetailsInt(&details, "dead_letter_id", id);
 	DetailsText(&details, "error_class", error_class);
-	DetailsText(&details, "error", error);
+	/* Not the error text: it names hosts and quotes provider bodies. */
 	DetailsInt(&details, "attempts", attempts);
 	RecordEvent(key, effect_id, "dead_lettered", NULL, DetailsFinish(&details));
 	return id;

@@ -36,6 +36,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -58,10 +59,33 @@ static SavedStatement serialise_stmt = {
 };
 
 static SavedStatement bundle_members_stmt = {
-	"SELECT fn, rel::text FROM idemgate.bundle_members"
+	"SELECT fn, rel::text, NULL::text FROM idemgate.bundle_members"
 	" WHERE bundle = ANY ($1) ORDER BY 1, 2",
 	1, {TEXTARRAYOID}
 };
+
+/*
+ * 1.3: a relation member may name the columns the bundle reads (readers
+ * read dead_letters without payload and error): "(a, b, c)", each quoted.
+ */
+static SavedStatement bundle_members_13_stmt = {
+	"SELECT fn, rel::text,"
+	"       '(' || (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ' ORDER BY n)"
+	"                 FROM pg_catalog.unnest(columns) WITH ORDINALITY AS u(c, n)) || ')'"
+	" FROM idemgate.bundle_members"
+	" WHERE bundle = ANY ($1) ORDER BY 1, 2",
+	1, {TEXTARRAYOID}
+};
+
+/* BundleColumnsInstalled: bundle_members has the columns column (1.3). */
+static bool
+BundleColumnsInstalled(void)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("bundle_members", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "columns") != InvalidAttrNumber;
+}
 
 static SavedStatement record_grant_stmt = {
 	"INSERT INTO idemgate.granted_bundles (role, bundle, granted_by) VALUES ($1, $2, $3)"
@@ -114,7 +138,8 @@ ApplyBundles(Datum bundles, const char *role, bool grant)
 	SPITupleTable *members;
 
 	values[0] = bundles;
-	if (ExecSaved(&bundle_members_stmt, values, NULL, true, 0) != SPI_OK_SELECT)
+	if (ExecSaved(BundleColumnsInstalled() ? &bundle_members_13_stmt : &bundle_members_stmt,
+				  values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read bundle members");
 	n = SPI_processed;
 	members = SPI_tuptable;
@@ -122,12 +147,15 @@ ApplyBundles(Datum bundles, const char *role, bool grant)
 	{
 		char	   *fn = SPI_getvalue(members->vals[i], members->tupdesc, 1);
 		char	   *rel = SPI_getvalue(members->vals[i], members->tupdesc, 2);
+		char	   *columns = SPI_getvalue(members->vals[i], members->tupdesc, 3);
 		char	   *sql;
 
 		if (fn != NULL)
 			sql = psprintf(grant ? "GRANT EXECUTE ON FUNCTION %s TO %s" :
 						   "REVOKE EXECUTE ON FUNCTION %s FROM %s", fn, role);
-		else
+		else if (grant && columns != NULL)
+			sql = psprintf("GRANT SELECT %s ON %s TO %s", columns, rel, role);
+		else	/* a table's REVOKE takes its column privileges too */
 			sql = psprintf(grant ? "GRANT SELECT ON %s TO %s" :
 						   "REVOKE SELECT ON %s FROM %s", rel, role);
 		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)

@@ -22,8 +22,10 @@
  *	  effect the provider refused (rejected: it never acted), the effect
  *	  becomes a new one instead: a new effect_id, so a new
  *	  Idempotency-Key, whose replaces column names the failed one; the
- *	  refused payload stays in the dead letter, the corrected one and the
- *	  actor are in the effect_replaced event.
+ *	  refused payload stays in the dead letter, the corrected one in the
+ *	  effect's row; the effect_replaced event names the actor, the
+ *	  replaced effect and the corrected payload's keyed hash (readers see
+ *	  events, never payloads).
  *	- run letter: the run (failed_terminal) goes back to failed_retryable
  *	  with its failure count reset, so the next delivery of the same event
  *	  recovers it through claim. This is the one sanctioned exit from
@@ -52,6 +54,8 @@
 #include "events.h"
 #include "idemgate_limits.h"
 #include "outbox.h"
+#include "payload_hmac.h"
+#include "crypto.h"
 #include "rerun.h"
 #include "runs.h"
 #include "spi_util.h"
@@ -116,7 +120,8 @@ ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, Jsonb *payload
 		new_id = ReplaceLockedEffect(effect_id, effect.key, payload);
 		DetailsText(&details, "replaces",
 					DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(effect_id))));
-		DetailsJsonb(&details, "payload", payload);
+		/* The corrected payload is in the outbox row; readers see events. */
+		DetailsText(&details, "payload_hmac", PayloadHmacHex(HashJsonbPayload(payload)));
 	}
 	/* The run ended with this failure (docs/outbox.md): it goes back. */
 	if (strcmp(effect.run_state, "failed_terminal") == 0)

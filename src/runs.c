@@ -47,6 +47,7 @@
 #include "events.h"
 #include "guc.h"
 #include "idemgate_limits.h"
+#include "payload_hmac.h"
 #include "payload_mismatches.h"
 #include "runs.h"
 #include "shard_autocommit.h"
@@ -605,17 +606,6 @@ SetRunState(text *key, const char *from_state, const char *to_state,
 	return version;
 }
 
-/* HashHex returns a payload hash in lower-case hex, as encode(h, 'hex'). */
-static char *
-HashHex(bytea *hash)
-{
-	char	   *hex = palloc(VARSIZE_ANY_EXHDR(hash) * 2 + 1);
-	uint64		n = hex_encode(VARDATA_ANY(hash), VARSIZE_ANY_EXHDR(hash), hex);
-
-	hex[n] = '\0';
-	return hex;
-}
-
 /*
  * RecordTakeover writes the recovered event of a claim that took a run
  * over (a first claim is recorded by the run row itself): the state it was
@@ -643,7 +633,8 @@ RecordTakeover(text *key, bytea *hash, text *origin, const char *actor)
 		DetailsText(&details, "from", TextDatumGetCString(d));
 	if (origin != NULL)
 		DetailsText(&details, "origin", text_to_cstring(origin));
-	DetailsText(&details, "payload_hash", HashHex(hash));
+	/* Keyed, never the bare hash: readers see events (src/payload_hmac.c). */
+	DetailsText(&details, "payload_hmac", PayloadHmacHex(hash));
 	RecordEvent(key, NULL, "recovered", actor, DetailsFinish(&details));
 }
 

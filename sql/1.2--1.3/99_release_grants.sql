@@ -18,7 +18,8 @@ DECLARE g record;
 BEGIN
   -- A role dropped since grant_role (DROP OWNED + DROP ROLE) leaves its
   -- granted_bundles row behind: skipped, or the whole update would fail.
-  FOR g IN SELECT DISTINCT gb.role::pg_catalog.text AS role, m.fn, m.rel::pg_catalog.text AS rel
+  FOR g IN SELECT DISTINCT gb.role::pg_catalog.text AS role, m.fn, m.rel::pg_catalog.text AS rel,
+                  m.columns::pg_catalog.text AS columns
              FROM idemgate.granted_bundles gb
              JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) gb.role::pg_catalog.oid
              JOIN idemgate.bundle_members m ON m.bundle OPERATOR(pg_catalog.=) gb.bundle
@@ -26,6 +27,12 @@ BEGIN
   LOOP
     IF g.fn IS NOT NULL THEN
       EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %s', g.fn, g.role);
+    ELSIF g.columns IS NOT NULL THEN
+      -- the columns of a relation a bundle reads only in part (1.3)
+      EXECUTE pg_catalog.format('GRANT SELECT (%s) ON %s TO %s',
+                                (SELECT pg_catalog.string_agg(pg_catalog.quote_ident(c), ', ')
+                                   FROM pg_catalog.unnest(g.columns::pg_catalog.text[]) AS c),
+                                g.rel, g.role);
     ELSE
       EXECUTE pg_catalog.format('GRANT SELECT ON %s TO %s', g.rel, g.role);
     END IF;

@@ -68,8 +68,8 @@ SELECT has_function('idemgate', 'register_endpoint', ARRAY['text', 'text', 'inte
 SELECT function_returns('idemgate', 'register_endpoint', ARRAY['text', 'text', 'interval', 'integer', 'boolean', 'jsonb', 'text', 'double precision', 'integer'], 'void');
 SELECT has_function('idemgate', 'reinject_all', ARRAY['text', 'text', 'timestamp with time zone']);
 SELECT function_returns('idemgate', 'reinject_all', ARRAY['text', 'text', 'timestamp with time zone'], 'integer');
-SELECT has_function('idemgate', 'reinject', ARRAY['bigint', 'text']);
-SELECT function_returns('idemgate', 'reinject', ARRAY['bigint', 'text'], 'boolean');
+SELECT has_function('idemgate', 'reinject', ARRAY['bigint', 'text', 'jsonb']);
+SELECT function_returns('idemgate', 'reinject', ARRAY['bigint', 'text', 'jsonb'], 'boolean');
 SELECT has_function('idemgate', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval']);
 SELECT function_returns('idemgate', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval'], 'timestamp with time zone');
 SELECT has_function('idemgate', 'request_approval', ARRAY['text', 'uuid', 'bigint', 'jsonb', 'interval', 'jsonb', 'text[]', 'text']);
@@ -225,11 +225,11 @@ SELECT function_privs_are('idemgate', 'reinject_all', ARRAY['text', 'text', 'tim
 SELECT function_privs_are('idemgate', 'reinject_all', ARRAY['text', 'text', 'timestamp with time zone'], 'api_reader', ARRAY[]::text[]);
 SELECT function_privs_are('idemgate', 'reinject_all', ARRAY['text', 'text', 'timestamp with time zone'], 'api_operator', ARRAY['EXECUTE']);
 SELECT function_privs_are('idemgate', 'reinject_all', ARRAY['text', 'text', 'timestamp with time zone'], 'public', ARRAY[]::text[]);
-SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text'], 'api_client', ARRAY[]::text[]);
-SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text'], 'api_approver', ARRAY[]::text[]);
-SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text'], 'api_reader', ARRAY[]::text[]);
-SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text'], 'api_operator', ARRAY['EXECUTE']);
-SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text'], 'public', ARRAY[]::text[]);
+SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text', 'jsonb'], 'api_client', ARRAY[]::text[]);
+SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text', 'jsonb'], 'api_approver', ARRAY[]::text[]);
+SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text', 'jsonb'], 'api_reader', ARRAY[]::text[]);
+SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text', 'jsonb'], 'api_operator', ARRAY['EXECUTE']);
+SELECT function_privs_are('idemgate', 'reinject', ARRAY['bigint', 'text', 'jsonb'], 'public', ARRAY[]::text[]);
 SELECT function_privs_are('idemgate', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval'], 'api_client', ARRAY['EXECUTE']);
 SELECT function_privs_are('idemgate', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval'], 'api_approver', ARRAY[]::text[]);
 SELECT function_privs_are('idemgate', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval'], 'api_reader', ARRAY[]::text[]);
@@ -276,10 +276,13 @@ SELECT function_privs_are('idemgate', 'watch_workflow', ARRAY['text', 'interval'
 SELECT function_privs_are('idemgate', 'watch_workflow', ARRAY['text', 'interval'], 'api_operator', ARRAY['EXECUTE']);
 SELECT function_privs_are('idemgate', 'watch_workflow', ARRAY['text', 'interval'], 'public', ARRAY[]::text[]);
 
--- Tables: readers see events, dead_letters and the views; nobody but the
--- owner writes; a client reads no table.
+-- Tables: readers see events, dead_letters (without payload and error,
+-- 1.3) and the views; nobody but the owner writes; a client reads no table.
 SELECT table_privs_are('idemgate', t, 'api_reader', ARRAY['SELECT'])
-  FROM unnest(ARRAY['events', 'dead_letters', 'alerts', 'key_history', 'approval_status']) t;
+  FROM unnest(ARRAY['events', 'dead_letter_summary', 'alerts', 'key_history', 'approval_status']) t;
+SELECT column_privs_are('idemgate', 'dead_letters', c, 'api_reader', CASE WHEN c IN ('payload', 'error') THEN ARRAY[]::text[] ELSE ARRAY['SELECT'] END)
+  FROM unnest(ARRAY['id', 'kind', 'idempotency_key', 'effect_id', 'effect_type', 'target', 'payload', 'error_class', 'error',
+                    'attempts', 'dead_at', 'reinjected_at', 'reinjected_by']) c;
 SELECT table_privs_are('idemgate', t, 'api_operator', ARRAY['SELECT'])
   FROM unnest(ARRAY['runs', 'outbox', 'events', 'dead_letters', 'alerts', 'key_history', 'approval_status']) t;
 SELECT table_privs_are('idemgate', t, 'api_client', ARRAY[]::text[])

@@ -47,7 +47,7 @@ SELECT results_eq($$SELECT p.proname::text COLLATE "default", pg_get_function_ar
                            ('record_validation', 'key text, owner uuid, version bigint, output jsonb, schema jsonb', 'TABLE(valid boolean, errors jsonb, attempt integer)'),
                            ('record_validation', 'request jsonb', 'TABLE(valid boolean, errors jsonb, attempt integer)'),
                            ('register_endpoint', 'effect_type text, url text, timeout interval DEFAULT ''@ 10 secs''::interval, max_attempts integer DEFAULT 3, honors_idempotency_key boolean DEFAULT false, headers jsonb DEFAULT ''{}''::jsonb, provider_id_field text DEFAULT ''id''::text, rate_limit double precision DEFAULT NULL::double precision, max_in_flight integer DEFAULT NULL::integer', 'void'),
-                           ('reinject', 'id bigint, actor text', 'boolean'),
+                           ('reinject', 'id bigint, actor text, payload jsonb DEFAULT NULL::jsonb', 'boolean'),
                            ('reinject_all', 'actor text, effect_type text DEFAULT NULL::text, since timestamp with time zone DEFAULT NULL::timestamp with time zone', 'integer'),
                            ('renew_lease', 'key text, owner uuid, version bigint, extend_by interval', 'timestamp with time zone'),
                            ('renew_lease', 'request jsonb', 'timestamp with time zone'),
@@ -383,7 +383,7 @@ FROM (VALUES
   ('contract_approver', 'record_validation', ARRAY['jsonb']::text[], false),
   ('contract_approver', 'record_validation', ARRAY['text', 'uuid', 'bigint', 'jsonb', 'jsonb']::text[], false),
   ('contract_approver', 'register_endpoint', ARRAY['text', 'text', 'interval', 'integer', 'boolean', 'jsonb', 'text', 'double precision', 'integer']::text[], false),
-  ('contract_approver', 'reinject', ARRAY['bigint', 'text']::text[], false),
+  ('contract_approver', 'reinject', ARRAY['bigint', 'text', 'jsonb']::text[], false),
   ('contract_approver', 'renew_lease', ARRAY['jsonb']::text[], false),
   ('contract_approver', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval']::text[], false),
   ('contract_approver', 'request_approval', ARRAY['jsonb']::text[], false),
@@ -421,7 +421,7 @@ FROM (VALUES
   ('contract_client', 'record_validation', ARRAY['jsonb']::text[], true),
   ('contract_client', 'record_validation', ARRAY['text', 'uuid', 'bigint', 'jsonb', 'jsonb']::text[], true),
   ('contract_client', 'register_endpoint', ARRAY['text', 'text', 'interval', 'integer', 'boolean', 'jsonb', 'text', 'double precision', 'integer']::text[], false),
-  ('contract_client', 'reinject', ARRAY['bigint', 'text']::text[], false),
+  ('contract_client', 'reinject', ARRAY['bigint', 'text', 'jsonb']::text[], false),
   ('contract_client', 'renew_lease', ARRAY['jsonb']::text[], true),
   ('contract_client', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval']::text[], true),
   ('contract_client', 'request_approval', ARRAY['jsonb']::text[], true),
@@ -459,7 +459,7 @@ FROM (VALUES
   ('contract_reader', 'record_validation', ARRAY['jsonb']::text[], false),
   ('contract_reader', 'record_validation', ARRAY['text', 'uuid', 'bigint', 'jsonb', 'jsonb']::text[], false),
   ('contract_reader', 'register_endpoint', ARRAY['text', 'text', 'interval', 'integer', 'boolean', 'jsonb', 'text', 'double precision', 'integer']::text[], false),
-  ('contract_reader', 'reinject', ARRAY['bigint', 'text']::text[], false),
+  ('contract_reader', 'reinject', ARRAY['bigint', 'text', 'jsonb']::text[], false),
   ('contract_reader', 'renew_lease', ARRAY['jsonb']::text[], false),
   ('contract_reader', 'renew_lease', ARRAY['text', 'uuid', 'bigint', 'interval']::text[], false),
   ('contract_reader', 'request_approval', ARRAY['jsonb']::text[], false),
@@ -470,7 +470,9 @@ FROM (VALUES
   ('contract_reader', 'validate', ARRAY['jsonb', 'jsonb']::text[], false),
   ('contract_reader', 'watch_workflow', ARRAY['text', 'interval']::text[], false)
 ) AS t(r, f, a, may);
-SELECT results_eq($$SELECT r.rolname, c.relname::text COLLATE "default", has_table_privilege(r.rolname, c.oid, 'SELECT')
+-- (1.3: a reader reads dead_letters without its payload and error
+-- columns, so "reads" is any column.)
+SELECT results_eq($$SELECT r.rolname, c.relname::text COLLATE "default", has_any_column_privilege(r.rolname, c.oid, 'SELECT')
                       FROM (VALUES ('contract_client'), ('contract_reader'), ('contract_approver'), ('contract_operator')) AS r(rolname),
                            pg_class c WHERE c.relnamespace = 'idemgate'::regnamespace
                        AND c.relname IN ('alerts', 'events', 'dead_letters', 'approvals', 'runs', 'outbox')
@@ -511,6 +513,11 @@ SELECT throws_ok(format('SELECT pg_temp.as_role(%L, %L)', r, q), '42501', m, r |
 SELECT is(pg_temp.as_role('contract_reader', 'SELECT count(*) FROM idemgate.metrics()'), '1', 'the reader: one metrics row');
 SELECT lives_ok($$SELECT pg_temp.as_role('contract_reader', 'SELECT count(*) FROM idemgate.alerts')$$, 'the reader reads alerts');
 SELECT lives_ok($$SELECT pg_temp.as_role('contract_reader', 'SELECT count(*) FROM idemgate.dead_letters')$$, 'the reader reads dead letters');
+SELECT results_eq($$SELECT a.attname::text, has_column_privilege('contract_reader', 'idemgate.dead_letters', a.attname, 'SELECT')
+                      FROM pg_attribute a WHERE a.attrelid = 'idemgate.dead_letters'::regclass AND a.attname IN ('payload', 'error', 'error_class')
+                     ORDER BY 1$$,
+                  $$VALUES ('error', false), ('error_class', true), ('payload', false)$$,
+                  'the reader reads what failed, not its input or error text (1.3)');
 -- The operator (everything) can find unknown effects and their errors.
 SELECT is(pg_temp.as_role('contract_operator', $q$SELECT state || ' / ' || last_error FROM idemgate.outbox WHERE idempotency_key = 'contract-e1'$q$),
           'completed / 500', 'the operator reads the effect and its error');

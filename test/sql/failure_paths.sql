@@ -103,10 +103,10 @@ SELECT results_eq($$SELECT effect_id <> '$$ || :'fix_old' || $$'::uuid, replaces
                   $$VALUES (true, true, '{"to": "fixed"}'::jsonb, 'pending', 0)$$,
                   'a new effect id (a new Idempotency-Key) replaces the refused one, with the corrected payload');
 SELECT is((SELECT state FROM idemgate.runs WHERE idempotency_key = 'fp-fix'), 'approved', 'its run is approved again');
-SELECT results_eq($$SELECT actor, details->'payload', details->>'replaces' FROM idemgate.events
+SELECT results_eq($$SELECT actor, details->>'payload_hmac', details->>'replaces' FROM idemgate.events
                      WHERE idempotency_key = 'fp-fix' AND kind = 'effect_replaced'$$,
-                  format($$VALUES ('fp-operator', '{"to": "fixed"}'::jsonb, %L)$$, :'fix_old'),
-                  'the event names the actor, the corrected payload and the replaced effect');
+                  format($$VALUES ('fp-operator', idemgate.payload_hmac(idemgate.hash_payload('{"to": "fixed"}')), %L)$$, :'fix_old'),
+                  'the event names the actor, the corrected payload (keyed hash: readers see events) and the replaced effect');
 SELECT is((SELECT payload FROM idemgate.dead_letters WHERE id = :fix_dl), '{"to": "x"}'::jsonb,
           'the dead letter keeps the refused payload');
 SELECT is(pg_temp.deliver('fp_fix', NULL), 'completed', 'the corrected effect is delivered');

@@ -25,13 +25,16 @@ SELECT is_empty($$SELECT oid::regclass FROM pg_class
                 'no relation readable or writable by PUBLIC');
 SELECT schema_privs_are('idemgate', 'public', ARRAY[]::text[], 'no USAGE on schema idemgate for PUBLIC');
 -- Every SECURITY DEFINER function pins search_path; the operator bundle
--- holds every function of the extension.
+-- holds every function of the extension but payload_hmac, the extension
+-- owner's alone (a caller who could hash any value could confirm a
+-- guessed payload: src/payload_hmac.c).
 SELECT is_empty($$SELECT p.oid::regprocedure FROM pg_proc p
                    WHERE p.pronamespace = 'idemgate'::regnamespace AND p.prosecdef
                      AND NOT coalesce(p.proconfig @> '{"search_path=pg_catalog, pg_temp"}', false)$$,
                 'every SECURITY DEFINER function pins search_path');
 SELECT is_empty($$SELECT p.oid::regprocedure FROM pg_proc p
                    WHERE p.pronamespace = 'idemgate'::regnamespace
+                     AND p.oid <> 'idemgate.payload_hmac(bytea)'::regprocedure
                      AND NOT EXISTS (SELECT 1 FROM idemgate.bundle_members b WHERE b.bundle = 'operator' AND b.fn::regprocedure = p.oid)$$,
                 'the operator bundle holds every function');
 -- No bundle may read the approvals table itself (token hashes).

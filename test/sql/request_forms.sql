@@ -129,6 +129,13 @@ SELECT results_eq($$SELECT x::text FROM (SELECT valid, errors, attempt FROM c, i
                         'output', '{"label": "refund"}'::jsonb, 'schema', '{"type": "object", "required": ["label", "draft"]}'::jsonb))) x$$,
                   $$VALUES ('(f,"[{""path"": ""$"", ""error"": ""missing required property \\""draft\\""""}]",1)')$$,
                   'valid, errors, attempt FROM c, idemgate.record_validation(jsonb_build_object( ''key'', c.idempotenc...');
+-- 1.3: while the latest output is invalid nothing goes on (IG004): repaired.
+SELECT results_eq($$SELECT x::text FROM (SELECT valid, attempt FROM c, idemgate.record_validation(jsonb_build_object(
+                        'key', c.idempotency_key, 'owner', c.lease_owner, 'version', c.version::text,
+                        'output', '{"label": "refund", "draft": "ok"}'::jsonb,
+                        'schema', '{"type": "object", "required": ["label", "draft"]}'::jsonb))) x$$,
+                  $$VALUES ('(t,2)')$$,
+                  'the repaired output is valid (attempt 2)');
 
 CREATE TEMP TABLE a AS SELECT r.* FROM c, idemgate.request_approval(jsonb_build_object(
   'key', c.idempotency_key, 'owner', c.lease_owner, 'version', c.version::text,

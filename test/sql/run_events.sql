@@ -8,15 +8,18 @@
 SELECT * FROM no_plan();
 
 -- The first claim is recorded by the run row: key_history shows its
--- origin and the input's hash (hex SHA-256 of the payload, what the claim
--- compares).
+-- origin and the input's keyed hash (1.3: HMAC-SHA-256 of the payload hash
+-- under the installation's secret, so a reader cannot confirm a guess).
 SELECT results_eq($$SELECT outcome FROM idemgate.claim('ev-1', '{"order": 4471}', '1 minute', 'ev-wf', origin => 'webhook:shop')$$,
                   $$VALUES ('claimed')$$, 'typed claim with origin');
 SELECT results_eq($$SELECT origin FROM idemgate.runs WHERE idempotency_key = 'ev-1'$$, $$VALUES ('webhook:shop')$$, 'the run keeps its origin');
 SELECT results_eq($$SELECT details FROM idemgate.key_history WHERE idempotency_key = 'ev-1' AND kind = 'claimed'$$,
                   $$SELECT jsonb_build_object('origin', 'webhook:shop', 'workflow', 'ev-wf',
-                                             'payload_hash', encode(idemgate.hash_payload('{"order": 4471}'), 'hex'))$$,
-                  'key_history: the first claim with its origin and input hash');
+                                             'payload_hmac', idemgate.payload_hmac(idemgate.hash_payload('{"order": 4471}')))$$,
+                  'key_history: the first claim with its origin and keyed input hash');
+SELECT results_eq($$SELECT details->>'payload_hmac' <> encode(idemgate.hash_payload('{"order": 4471}'), 'hex')
+                      FROM idemgate.key_history WHERE idempotency_key = 'ev-1' AND kind = 'claimed'$$,
+                  $$VALUES (true)$$, 'not the bare SHA-256');
 SELECT results_eq($$SELECT outcome FROM idemgate.claim('{"key": "ev-2", "payload": {"order": 4472}, "origin": "schedule:nightly"}'::jsonb)$$,
                   $$VALUES ('claimed')$$, 'claim(jsonb) with origin');
 SELECT results_eq($$SELECT origin FROM idemgate.runs WHERE idempotency_key = 'ev-2'$$, $$VALUES ('schedule:nightly')$$,
@@ -43,8 +46,8 @@ SELECT results_eq($$SELECT outcome, version FROM idemgate.claim('ev-1', '{"order
                   $$VALUES ('recovered', 1::bigint)$$, 'an expired lease taken over');
 SELECT results_eq($$SELECT details - 'lease_owner' FROM idemgate.events WHERE idempotency_key = 'ev-1' AND kind = 'recovered'$$,
                   $$SELECT jsonb_build_object('from', 'processing', 'origin', 'manual:rerun', 'version', 1, 'workflow', 'ev-wf',
-                                             'payload_hash', encode(idemgate.hash_payload('{"order": 4471}'), 'hex'))$$,
-                  'recovered: from processing (a lease takeover), origin, input hash');
+                                             'payload_hmac', idemgate.payload_hmac(idemgate.hash_payload('{"order": 4471}')))$$,
+                  'recovered: from processing (a lease takeover), origin, keyed input hash');
 SELECT results_eq($$SELECT recovered_from FROM idemgate.runs WHERE idempotency_key = 'ev-1'$$, $$VALUES ('processing')$$,
                   'runs.recovered_from');
 -- ... or a redelivery of a retryable failure, whose fail event carries the

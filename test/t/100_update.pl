@@ -142,7 +142,13 @@ my %intended = (
 		  . " FROM idemgate.runs r WHERE r.idempotency_key = s.idempotency_key"
 		  . " AND s.state = 'approved' AND r.state = 'failed_terminal'",
 		"UPDATE upd_snap.idemgate_bundle_members SET fn = 'idemgate.reinject(bigint,text,jsonb)'"
-		  . " WHERE fn = 'idemgate.reinject(bigint,text)'"
+		  . " WHERE fn = 'idemgate.reinject(bigint,text)'",
+		# events lose the dead letter's error text and show keyed payload
+		# hashes.
+		"UPDATE upd_snap.idemgate_events SET details = details - 'error' WHERE kind = 'dead_lettered'",
+		"UPDATE upd_snap.idemgate_events SET details = (details - 'payload_hash')"
+		  . " || jsonb_build_object('payload_hmac', idemgate.payload_hmac(decode(details->>'payload_hash', 'hex')))"
+		  . " WHERE kind = 'recovered' AND details ? 'payload_hash'"
 	]);
 
 # columns_of returns, for each of @$tables in $db, its columns and their
