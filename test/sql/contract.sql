@@ -513,7 +513,7 @@ SELECT throws_ok(format('SELECT pg_temp.as_role(%L, %L)', r, q), '42501', m, r |
 SELECT is(pg_temp.as_role('contract_reader', 'SELECT count(*) FROM idemgate.metrics()'), '1', 'the reader: one metrics row');
 SELECT lives_ok($$SELECT pg_temp.as_role('contract_reader', 'SELECT count(*) FROM idemgate.alerts')$$, 'the reader reads alerts');
 SELECT lives_ok($$SELECT pg_temp.as_role('contract_reader', 'SELECT count(*) FROM idemgate.dead_letters')$$, 'the reader reads dead letters');
-SELECT results_eq($$SELECT a.attname::text, has_column_privilege('contract_reader', 'idemgate.dead_letters', a.attname, 'SELECT')
+SELECT results_eq($$SELECT a.attname::text COLLATE "default", has_column_privilege('contract_reader', 'idemgate.dead_letters', a.attname, 'SELECT')
                       FROM pg_attribute a WHERE a.attrelid = 'idemgate.dead_letters'::regclass AND a.attname IN ('payload', 'error', 'error_class')
                      ORDER BY 1$$,
                   $$VALUES ('error', false), ('error_class', true), ('payload', false)$$,
