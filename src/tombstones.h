@@ -14,7 +14,7 @@
 /* What a claim needs of a tombstone. */
 typedef struct Tombstone
 {
-	uint8		payload_digest[16];	/* the first 16 bytes of the payload hash */
+	int64		payload_digest; /* the first 8 bytes of the payload hash */
 	char		final_state;	/* 'c' completed, 'f' failed_terminal */
 } Tombstone;
 
@@ -40,13 +40,18 @@ extern bool TombstonesInstalled(void);
 #define TOMBSTONE_INSERT_CTE \
 	", tb AS (" \
 	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, finished_at, purged_at)" \
-	" SELECT pg_catalog.encode(pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(ru.idempotency_key," \
-	"                          pg_catalog.getdatabaseencoding())), 1, 16), 'hex')::pg_catalog.uuid," \
-	"        pg_catalog.encode(pg_catalog.substr(ru.payload_hash, 1, 16), 'hex')::pg_catalog.uuid," \
+	" SELECT " TOMBSTONE_DIGEST("pg_catalog.sha256(pg_catalog.convert_to(ru.idempotency_key," \
+	"                                               pg_catalog.getdatabaseencoding()))") "," \
+	"        " TOMBSTONE_DIGEST("ru.payload_hash") "," \
 	"        CASE ru.state WHEN 'completed' THEN 'c' ELSE 'f' END::pg_catalog.\"char\"," \
 	"        ru.updated_at, pg_catalog.now()" \
 	"   FROM ru WHERE $2 OPERATOR(pg_catalog.>) 0" \
 	" ON CONFLICT (key_digest) DO NOTHING RETURNING 1" \
 	")"
+
+/* The first 8 bytes of digest D as a bigint (big-endian, as DigestInt64). */
+#define TOMBSTONE_DIGEST(D) \
+	"pg_catalog.bit_in(('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(" D ", 1, 8), 'hex'))" \
+	"::pg_catalog.cstring, 0, 64)::pg_catalog.int8"
 
 #endif
