@@ -97,6 +97,34 @@ IdemgateIsDistributed(void)
 	return dist_state == DIST_YES;
 }
 
+/*
+ * IdemgateTableIsDistributed says whether idemgate.<name> is a Citus
+ * table (not cached: for callers that cache it themselves).
+ */
+bool
+IdemgateTableIsDistributed(const char *name)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
+	char		sql[160];
+	int			rc;
+	bool		yes;
+
+	if (!OidIsValid(rel) || !OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* Catalog read, no user values: the relation oid is a number. */
+	snprintf(sql, sizeof(sql),
+			 "SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid OPERATOR(pg_catalog.=) %u", rel);
+	rc = SPI_execute(sql, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_partition: %s", SPI_result_code_string(rc));
+	yes = SPI_processed > 0;
+	SPI_finish();
+	return yes;
+}
+
 /* KeyBucket returns the bucket of a run key. */
 int
 KeyBucket(const char *key, int len)

@@ -24,6 +24,7 @@
 #define IDEMGATE_ROUTED_TOKEN_CHARS (IDEMGATE_TOKEN_SECRET_CHARS + 5)
 
 extern bool IdemgateIsDistributed(void);
+extern bool IdemgateTableIsDistributed(const char *name);
 extern int	KeyBucket(const char *key, int len);
 extern int	UuidBucket(const pg_uuid_t *id);
 extern void StampUuidBucket(pg_uuid_t *id, int bucket);

@@ -105,7 +105,7 @@ static SavedStatement doomed_stmt = {
  * R the rollups' data-modifying CTEs: with run_metrics_rollup (1.2), or
  * without it on an older schema (README.md, "Upgrading").
  */
-#define PURGE_DELETES(TOMBSTONES) \
+#define PURGE_DELETES(RU_BUCKET, TOMBSTONES) \
 	", ev AS (" \
 	" DELETE FROM idemgate.events e USING doomed x" \
 	" WHERE e.idempotency_key = x.idempotency_key/*@buckets e*/ RETURNING 1" \
@@ -121,34 +121,48 @@ static SavedStatement doomed_stmt = {
 	"), ru AS (" \
 	" DELETE FROM idemgate.runs r USING doomed x" \
 	" WHERE r.idempotency_key = x.idempotency_key/*@buckets r*/" \
-	" RETURNING r.idempotency_key, r.payload_hash, r.state, r.updated_at" \
+	" RETURNING r.idempotency_key, r.payload_hash, r.state, r.updated_at" RU_BUCKET \
 	")" TOMBSTONES \
 	" SELECT (SELECT pg_catalog.count(*) FROM ru), (SELECT pg_catalog.count(*) FROM ev)," \
 	"        (SELECT pg_catalog.count(*) FROM ap), (SELECT pg_catalog.count(*) FROM ob)," \
 	"        (SELECT pg_catalog.count(*) FROM dl)"
 
-#define PURGE_STATEMENT(ROLLUPS, TOMBSTONES) \
+#define PURGE_STATEMENT(ROLLUPS, RU_BUCKET, TOMBSTONES) \
 	"WITH doomed AS (" \
 	" SELECT DISTINCT k.idempotency_key FROM pg_catalog.unnest($1::pg_catalog.text[]) AS k(idempotency_key)" \
 	")" \
 	ROLLUPS		/* what metrics() and run_metrics() count of them is kept */ \
-	PURGE_DELETES(TOMBSTONES)
+	PURGE_DELETES(RU_BUCKET, TOMBSTONES)
 
 /* With tombstones (1.3, src/tombstones.c), $2 idemgate.tombstone_retention. */
 static SavedStatement purge_stmt = {
-	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, TOMBSTONE_INSERT_CTE),
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, "", TOMBSTONE_INSERT_CTE),
 	2, {TEXTARRAYOID, INT4OID}
 };
 
-/* On a 1.2 schema, and on Citus (tombstones are kept on one node only). */
+/* On Citus with tombstones distributed: each in its run's shard. */
+static SavedStatement purge_dist_stmt = {
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, ", r.bucket", TOMBSTONE_INSERT_DIST_CTE),
+	2, {TEXTARRAYOID, INT4OID}
+};
+
+/* On a 1.2 schema, and on Citus while tombstones are not distributed. */
 static SavedStatement purge_stmt_12 = {
-	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, ""),
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, "", ""),
 	1, {TEXTARRAYOID}
 };
 
 static SavedStatement purge_stmt_11 = {
-	PURGE_STATEMENT(METRICS_ROLLUP_CTES, ""),
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES, "", ""),
 	1, {TEXTARRAYOID}
+};
+
+/* The same on Citus, one shard's buckets at a time. */
+static SavedStatement expire_tombstones_shard_stmt = {
+	"DELETE FROM idemgate.tombstones t"
+	" WHERE t.purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))"
+	"/*@buckets t*/",
+	1, {INT4OID}
 };
 
 /* Tombstones past idemgate.tombstone_retention go at every purge. */
@@ -198,7 +212,9 @@ static void
 PurgeRuns(Interval *older_than, Datum buckets, int64 *counts)
 {
 	SavedStatement *stmt = !RunMetricsInstalled() ? &purge_stmt_11 :
-		(buckets == (Datum) 0 && TombstonesInstalled()) ? &purge_stmt : &purge_stmt_12;
+		!TombstonesInstalled() ? &purge_stmt_12 :
+		buckets == (Datum) 0 ? &purge_stmt :
+		TombstonesDistributed() ? &purge_dist_stmt : &purge_stmt_12;
 	Datum		values[2];
 	int			rc;
 
@@ -249,7 +265,19 @@ idemgate_purge(PG_FUNCTION_ARGS)
 					 errdetail("Each worker reads a shard in the snapshot of its transaction, taken before purge locks the runs."),
 					 errhint("Call it outside a REPEATABLE READ or SERIALIZABLE transaction.")));
 		foreach(lc, ShardBucketSets(SHARDS_SCAN))
-			PurgeRuns(older_than, ((ShardSet *) lfirst(lc))->buckets, counts);
+		{
+			Datum		shard_buckets = ((ShardSet *) lfirst(lc))->buckets;
+
+			PurgeRuns(older_than, shard_buckets, counts);
+			if (TombstonesInstalled() && TombstonesDistributed())
+			{
+				Datum		secs = Int32GetDatum(IdemgateTombstoneRetentionSecs);
+
+				if (ExecSavedInBuckets(&expire_tombstones_shard_stmt, &secs, NULL, false, 0,
+									   shard_buckets) != SPI_OK_DELETE)
+					elog(ERROR, "could not expire tombstones");
+			}
+		}
 	}
 	else
 	{

@@ -30,6 +30,7 @@
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/relcache.h"
 #include "utils/snapmgr.h"
 #include "catalog/namespace.h"
@@ -46,12 +47,17 @@
 
 #include "args.h"
 #include "crypto.h"
+#include "distributed.h"
 #include "events.h"
 #include "idemgate_limits.h"
 #include "spi_util.h"
 #include "tombstones.h"
 
 PG_FUNCTION_INFO_V1(idemgate_purge_tombstones);
+
+static bool FindTombstoneOnShard(text *key, Tombstone *t);
+static bool FindTombstoneHere(Oid relid, text *key, Tombstone *t);
+static int64 DigestInt64(const uint8 *d);
 
 static SavedStatement purge_stmt = {
 	"DELETE FROM idemgate.tombstones WHERE purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
@@ -65,6 +71,32 @@ TombstonesRelid(void)
 	Oid			nsp = get_namespace_oid("idemgate", true);
 
 	return OidIsValid(nsp) ? get_relname_relid("tombstones", nsp) : InvalidOid;
+}
+
+/* Whether tombstones is a Citus table: -1 unknown (a relcache change resets it). */
+static int	tombstones_distributed = -1;
+static bool tombstones_callback = false;
+
+static void
+ForgetTombstonesDistributed(Datum arg, Oid relid)
+{
+	tombstones_distributed = -1;
+}
+
+/* TombstonesDistributed; see tombstones.h. */
+bool
+TombstonesDistributed(void)
+{
+	if (tombstones_distributed < 0)
+	{
+		if (!tombstones_callback)
+		{
+			CacheRegisterRelcacheCallback(ForgetTombstonesDistributed, (Datum) 0);
+			tombstones_callback = true;
+		}
+		tombstones_distributed = IdemgateTableIsDistributed("tombstones") ? 1 : 0;
+	}
+	return tombstones_distributed == 1;
 }
 
 /* TombstonesInstalled; see tombstones.h. */
@@ -114,6 +146,47 @@ bool
 FindTombstone(text *key, Tombstone *t)
 {
 	Oid			relid = TombstonesRelid();
+
+	if (OidIsValid(relid) && IdemgateIsDistributed() && TombstonesDistributed())
+		return FindTombstoneOnShard(key, t);
+	return FindTombstoneHere(relid, key, t);
+}
+
+/*
+ * On Citus (docs/citus.md) the rows are in the shards: one statement sent
+ * to the key's shard (the claim's direct path, which this must not
+ * disturb, is off there), in a snapshot taken now.
+ */
+static SavedStatement find_on_shard_stmt = {
+	"SELECT t.payload_digest, t.final_state FROM idemgate.tombstones t"
+	" WHERE t.key_digest OPERATOR(pg_catalog.=) $1/*@bucket t*//*@route $2*/",
+	2, {INT8OID, TEXTOID}
+};
+
+/* FindTombstoneOnShard is FindTombstone on a distributed install. */
+static bool
+FindTombstoneOnShard(text *key, Tombstone *t)
+{
+	uint8		digest[32];
+	Datum		values[2];
+	bool		isnull;
+
+	Sha256(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), digest);
+	values[0] = Int64GetDatum(DigestInt64(digest));
+	values[1] = PointerGetDatum(key);
+	if (ExecSavedLatest(&find_on_shard_stmt, values, NULL, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up tombstone");
+	if (SPI_processed == 0)
+		return false;
+	t->payload_digest = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	t->final_state = DatumGetChar(GetResultDatum(0, 2, &isnull));
+	return true;
+}
+
+/* FindTombstoneHere is FindTombstone on one node (see its comment). */
+static bool
+FindTombstoneHere(Oid relid, text *key, Tombstone *t)
+{
 	Relation	rel;
 	Relation	idx;
 	Oid			pkey;

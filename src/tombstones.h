@@ -32,6 +32,9 @@ extern bool TombstoneMatches(const Tombstone *t, bytea *payload_hash);
 /* TombstonesInstalled: the schema has idemgate.tombstones (1.3). */
 extern bool TombstonesInstalled(void);
 
+/* TombstonesDistributed: idemgate.tombstones is a Citus table. */
+extern bool TombstonesDistributed(void);
+
 /*
  * The CTE purge adds after "ru" (the deleted runs, RETURNING
  * idempotency_key, payload_hash, state, updated_at) to keep their
@@ -47,6 +50,22 @@ extern bool TombstonesInstalled(void);
 	"        ru.updated_at, pg_catalog.now()" \
 	"   FROM ru WHERE $2 OPERATOR(pg_catalog.>) 0" \
 	" ON CONFLICT (key_digest) DO NOTHING RETURNING 1" \
+	")"
+
+/*
+ * TOMBSTONE_INSERT_CTE on Citus: each tombstone with its run's bucket (ru
+ * also returns r.bucket there), in the run's shard.
+ */
+#define TOMBSTONE_INSERT_DIST_CTE \
+	", tb AS (" \
+	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, finished_at, purged_at, bucket)" \
+	" SELECT " TOMBSTONE_DIGEST("pg_catalog.sha256(pg_catalog.convert_to(ru.idempotency_key," \
+	"                                               pg_catalog.getdatabaseencoding()))") "," \
+	"        " TOMBSTONE_DIGEST("ru.payload_hash") "," \
+	"        CASE ru.state WHEN 'completed' THEN 'c' ELSE 'f' END::pg_catalog.\"char\"," \
+	"        ru.updated_at, pg_catalog.now(), ru.bucket" \
+	"   FROM ru WHERE $2 OPERATOR(pg_catalog.>) 0" \
+	" ON CONFLICT (key_digest, bucket) DO NOTHING RETURNING 1" \
 	")"
 
 /* The first 8 bytes of digest D as a bigint (big-endian, as DigestInt64). */

@@ -9,7 +9,8 @@
 #    worker's dispatcher; the run completes), request_approval,
 #    peek_approval, consume_approval, cas_transition, renew_lease, fail,
 #    record_validation, complete_effect (both forms), fail_effect,
-#    cancel_effect, resolve_effect, reinject. Also: the claim is in the
+#    cancel_effect, resolve_effect, reinject, and a claim of a purged key
+#    (its tombstone, on the key's shard). Also: the claim is in the
 #    distributed table (the direct-insert fast path is off), approval tokens
 #    are 48 characters ending in '.' and the bucket in 4 hex digits, and
 #    effect and approval ids are version-8 uuids starting with the bucket.
@@ -289,6 +290,30 @@ IPC::Run::run([ 'pgbench', '-n', '-t', '1', '-M', 'extended', '-f', $pipeline,
 like($perr, qr/division by zero/, 'pipeline: the statement after the claim fails');
 is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'p-1'"), '0',
 	'pipeline: the claim rolls back with it');
+
+# A purged key keeps a tombstone in its run's shard (1.3): a late
+# duplicate is duplicate/purged, found on one shard, through the
+# coordinator and through a worker; a changed payload IG001.
+$coord->safe_psql('app', q{
+DO $$
+DECLARE c record;
+BEGIN
+  SELECT * INTO c FROM idemgate.claim('t-old', '{"n": 1}');
+  PERFORM idemgate.cas_transition('t-old', c.lease_owner, c.version, 'completed');
+END $$;
+UPDATE idemgate.runs SET updated_at = now() - interval '2 days', created_at = now() - interval '2 days'
+ WHERE idempotency_key = 't-old';
+});
+is(query($coord, "SELECT idemgate.purge('1 day')"), '1', 'purge on the coordinator');
+is(query($coord, "SELECT count(*) || ' ' || min(bucket) FROM idemgate.tombstones"),
+	'1 ' . query($coord, "SELECT idemgate.key_bucket('t-old')"), 'its tombstone, in the distributed table, with the run\'s bucket');
+my ($tomb) = single('claim of a purged key', "SELECT outcome || '/' || state FROM idemgate.claim('t-old', '{\"n\": 1}')");
+is($tomb, 'duplicate/purged', 'a late duplicate: duplicate/purged');
+is(query($cl->{workers}[0], "SELECT outcome || '/' || state FROM idemgate.claim('t-old', '{\"n\": 1}')"), 'duplicate/purged',
+	'through a worker too');
+my ($tret, $tout, $terr) = psql_result($coord, "SELECT * FROM idemgate.claim('t-old', '{\"n\": 2}')");
+like($terr, qr/already used with a different payload/, 'a changed payload: IG001');
+is(query($coord, "SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 't-old'"), '0', 'no run was made again');
 
 # Claims sent to a worker (Citus syncs the metadata to every node): the
 # key's node runs them, local or delegated; the coordinator does nothing.
