@@ -262,21 +262,23 @@ AudienceArg(FunctionCallInfo fcinfo, int argno, const char *requested_by,
  * locked approval: the approver must not be the requester and, when an
  * audience is set, must be in it — identities compared normalised
  * (src/identity.c), so case, surrounding spaces, invisible format
- * characters and Unicode composition do not make a second person.
+ * characters and Unicode composition do not make a second person; the
+ * requester's look-alikes are the requester, but only an exact (folded)
+ * member of the audience is in it.
  */
 static bool
 ApproverAllowed(const char *approver, ArrayType *audience, const char *requested_by)
 {
-	char	   *who = NormalizeIdentity(approver, strlen(approver));
+	char	   *who;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
 
-	if (requested_by != NULL &&
-		strcmp(who, NormalizeIdentity(requested_by, strlen(requested_by))) == 0)
+	if (requested_by != NULL && SameIdentity(approver, requested_by))
 		return false;
 	if (audience == NULL)
 		return true;
+	who = AudienceForm(approver, strlen(approver));
 	deconstruct_array(audience, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
 	for (int i = 0; i < n; i++)
 	{
@@ -285,7 +287,7 @@ ApproverAllowed(const char *approver, ArrayType *audience, const char *requested
 		if (nulls[i])
 			continue;
 		member = DatumGetTextPP(elems[i]);
-		if (strcmp(who, NormalizeIdentity(VARDATA_ANY(member), VARSIZE_ANY_EXHDR(member))) == 0)
+		if (strcmp(who, AudienceForm(VARDATA_ANY(member), VARSIZE_ANY_EXHDR(member))) == 0)
 			return true;
 	}
 	return false;

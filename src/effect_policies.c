@@ -21,23 +21,34 @@
  *	                      until then (cancel_in_window, src/cancel.c).
  *
  * Design note: policy changes against calls in flight. A policy must bind
- * every call that starts after set_effect_policy commits, and a call must
- * not be half under the old policy and half under the new one. The policy
- * read of enqueue_effect and request_approval first takes ROW SHARE on the
- * policy table, then reads it in a statement of its own (a fresh snapshot
- * under READ COMMITTED); set_effect_policy takes EXCLUSIVE on the table
- * before it writes. EXCLUSIVE conflicts with ROW SHARE, so:
- *   - a set_effect_policy waits for the calls that read the old policy to
- *     commit (their effects are in the outbox under the old rule, as if
- *     they had run just before it);
- *   - a call that starts while set_effect_policy is open waits for its
- *     commit, then reads the new policy.
- * The lock is held to the end of the caller's transaction. Weak table
- * locks take PostgreSQL's fast path, so the hot path pays a lock-table
- * entry and one index probe of a small table (only a size look-up while no
- * policy was ever set, PoliciesMayExist). (Under REPEATABLE READ the
- * read sees the transaction's snapshot; n8n and psql use READ COMMITTED.)
- * test/specs/effect_policy_race.spec shows both orders.
+ * every call that commits after set_effect_policy commits, in every
+ * isolation level, and neither side may wait on an idle transaction of the
+ * other kind for longer than a commit takes (a forgotten n8n transaction
+ * must not stop policy changes, nor every other workflow's enqueues behind
+ * a waiting operator). So:
+ *   - enqueue_effect and request_approval read the policies of their types
+ *     in a snapshot taken now (ExecSavedLatest: REPEATABLE READ,
+ *     SERIALIZABLE and imported snapshots see every committed policy, as
+ *     foreign-key checks look past the transaction's snapshot), without a
+ *     lock that set_effect_policy waits for, and remember what they read
+ *     (types and their policies) for the transaction;
+ *   - just before the transaction commits (a pre-commit callback) it takes
+ *     ROW SHARE on the policy table and reads those types' policies again,
+ *     in a snapshot taken then; a change since the first read is 40001
+ *     (the transaction rolls back, nothing of it happens; a retry runs
+ *     under the new policy). The lock is held for the rest of the commit
+ *     only;
+ *   - set_effect_policy takes EXCLUSIVE on the table before it writes, so
+ *     it waits only for calls that are committing, and a commit that
+ *     comes while a policy change is open waits for it and then sees it.
+ * An enqueue left open across a policy change is refused at its commit;
+ * one that committed before the change is as if it ran just before it.
+ * On Citus (docs/citus.md) the read keeps 1.2's ROW SHARE lock held to the
+ * end of the transaction instead (no statements in its commit protocol).
+ * Weak table locks take PostgreSQL's fast path; while no policy was ever
+ * set only a size look-up is paid (PoliciesMayExist).
+ * test/specs/effect_policy_race.spec and effect_policy_snapshots.spec show
+ * the orders.
  *
  * Lower than enqueue, approvals and cancel: it calls only the events and
  * SPI helpers.
@@ -56,13 +67,16 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "args.h"
 #include "crypto.h"
+#include "distributed.h"
 #include "effect_policies.h"
 #include "events.h"
 #include "idemgate_limits.h"
@@ -147,6 +161,131 @@ TypesArray(const ParsedEffect *parsed, int n)
 	return PointerGetDatum(construct_array(types, ntypes, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
+/*
+ * What this transaction read of the policies, to check again at its commit
+ * (see the design note): the types asked about and the policies found, as
+ * text. In TopTransactionContext; NULL when nothing was read.
+ */
+typedef struct PoliciesRead
+{
+	Datum		types;			/* text[] */
+	char	   *signature;
+	struct PoliciesRead *next;
+} PoliciesRead;
+
+static PoliciesRead *policies_read = NULL;
+static bool policy_callback_registered = false;
+
+/*
+ * PoliciesSignature renders the rows read_stmt just returned (SPI_tuptable)
+ * in the order of their types, so two reads of the same policies compare
+ * equal.
+ */
+static char *
+PoliciesSignature(void)
+{
+	StringInfoData buf;
+	char	  **rows = palloc(sizeof(char *) * (SPI_processed + 1));
+
+	initStringInfo(&buf);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		StringInfoData row;
+
+		initStringInfo(&row);
+		for (int c = 1; c <= 5; c++)
+		{
+			char	   *v = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, c);
+
+			appendStringInfo(&row, "%s\x1f", v ? v : "\x1e");
+		}
+		rows[r] = row.data;
+	}
+	qsort(rows, SPI_processed, sizeof(char *), pg_qsort_strcmp);
+	for (uint64 r = 0; r < SPI_processed; r++)
+		appendStringInfo(&buf, "%s\n", rows[r]);
+	return buf.data;
+}
+
+/* CheckPoliciesUnchanged reads the remembered types again; see the note. */
+static void
+CheckPoliciesUnchanged(void)
+{
+	Oid			relid = PoliciesRelid();
+	PoliciesRead *p;
+
+	if (!OidIsValid(relid))
+		return;
+	LockRelationOid(relid, RowShareLock);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	for (p = policies_read; p != NULL; p = p->next)
+	{
+		char	   *now;
+
+		if (!PoliciesMayExist(relid))
+			now = "";
+		else
+		{
+			if (ExecSavedLatest(&read_stmt, &p->types, NULL, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not read effect policies");
+			now = PoliciesSignature();
+		}
+		if (strcmp(now, p->signature) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("an effect policy of this transaction's effects changed before it committed"),
+					 errdetail("set_effect_policy committed after this transaction read the policy; nothing of it was kept."),
+					 errhint("Retry the transaction: it runs under the new policy.")));
+	}
+	SPI_finish();
+}
+
+/* PolicyXactCallback checks before commit, and forgets at the end. */
+static void
+PolicyXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			/* An error here aborts the transaction (XACT_EVENT_ABORT). */
+			if (policies_read != NULL)
+				CheckPoliciesUnchanged();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+			policies_read = NULL;	/* its memory went with the transaction */
+			break;
+		default:
+			break;
+	}
+}
+
+/* RememberPolicies notes a read for the check at commit (single node). */
+static void
+RememberPolicies(Datum types, const char *signature)
+{
+	MemoryContext old;
+	PoliciesRead *p;
+
+	if (IdemgateIsDistributed())
+		return;
+	if (!policy_callback_registered)
+	{
+		RegisterXactCallback(PolicyXactCallback, NULL);
+		policy_callback_registered = true;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	p = palloc(sizeof(PoliciesRead));
+	p->types = PointerGetDatum(DatumGetArrayTypePCopy(types));
+	p->signature = pstrdup(signature);
+	p->next = policies_read;
+	policies_read = p;
+	MemoryContextSwitchTo(old);
+}
+
 /* ReadEffectPolicies reads the policies of a call's types; see effect_policies.h. */
 void
 ReadEffectPolicies(const ParsedEffect *parsed, int n, EffectPolicies *out)
@@ -159,13 +298,20 @@ ReadEffectPolicies(const ParsedEffect *parsed, int n, EffectPolicies *out)
 	out->items = NULL;
 	if (!OidIsValid(relid) || n == 0)
 		return;
-	/* Before the read: see the design note. */
-	LockRelationOid(relid, RowShareLock);
-	if (!PoliciesMayExist(relid))
-		return;
 	types = TypesArray(parsed, n);
-	if (ExecSaved(&read_stmt, &types, NULL, false, 0) != SPI_OK_SELECT)
+	/* See the design note. */
+	if (IdemgateIsDistributed())
+		LockRelationOid(relid, RowShareLock);
+	else
+		LockRelationOid(relid, AccessShareLock);
+	if (!PoliciesMayExist(relid))
+	{
+		RememberPolicies(types, "");
+		return;
+	}
+	if (ExecSavedLatest(&read_stmt, &types, NULL, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read effect policies");
+	RememberPolicies(types, PoliciesSignature());
 	if (SPI_processed == 0)
 		return;
 	out->items = MemoryContextAllocZero(cxt, sizeof(EffectPolicy) * SPI_processed);

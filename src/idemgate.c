@@ -18,6 +18,7 @@
 #include "rate_limit.h"
 #include "send_barrier.h"
 #include "shard_autocommit.h"
+#include "token_log_redaction.h"
 
 PG_MODULE_MAGIC;
 
@@ -39,5 +40,6 @@ _PG_init(void)
 		RegisterIdemgateLauncher();
 		InstallExtensionNotice();
 		InstallShardAutocommit();
+		InstallTokenLogRedaction();
 	}
 }

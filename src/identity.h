@@ -11,13 +11,16 @@
 #include "postgres.h"
 
 /*
- * NormalizeIdentity returns the form of an identity (approver, requester,
- * audience member) that separation of duties and audiences compare:
- * format characters removed, Unicode NFC, lower-cased, trimmed. palloc'd.
+ * AudienceForm returns the form an audience compares: NFKC case folding,
+ * White_Space trimmed, nothing looser (src/identity.c).
  */
-extern char *NormalizeIdentity(const char *s, int len);
+extern char *AudienceForm(const char *s, int len);
 
-/* SameIdentity tells whether two identities are the same person. */
+/*
+ * SameIdentity tells whether two identities are the same person for
+ * separation of duties: case, spacing, invisible characters, composition
+ * and confusable look-alikes do not make a second person.
+ */
 extern bool SameIdentity(const char *a, const char *b);
 
 #endif

@@ -18,11 +18,23 @@
  * statement text (n8n's Postgres node does) would otherwise put a token in
  * the log with any failing call (STATEMENT: ...), in an error's CONTEXT
  * (JSON data, line 1: ...), or with log_statement / slow-statement
- * logging. So grant_role sets, for a role it gives client or approver,
- * the role settings in token_quiet_settings below (ALTER ROLE ... SET;
- * they apply from the role's next login), and revoke_role resets them
- * when the role holds neither any more. The primary error message still
- * reaches the log: idemgate never puts a token in one.
+ * logging. The functions that take a token keep it out of their own
+ * error reports whoever calls them (their SET clauses, 1.3:
+ * sql/1.2--1.3/80_token_quiet_calls.sql): role settings reach neither the
+ * members of a group role nor anyone but the role they are set on. When a
+ * superuser calls grant_role for client or approver it also sets the role
+ * settings in token_quiet_settings below (ALTER ROLE ... SET, from the
+ * role's next login; they also cover log_statement), and revoke_role
+ * resets them when the role holds neither any more; for anyone else
+ * grant_role sets none (they are superuser-only settings, and an operator
+ * must not change what another role logs). The primary error message
+ * still reaches the log: idemgate never puts a token in one.
+ *
+ * Whose bundles. grant_role and revoke_role run as the extension's owner,
+ * so they check the caller (GetOuterUserId) themselves
+ * (CheckRoleManageable): a reserved pg_* role is refused to everyone; a
+ * superuser, or a role with CREATEROLE, BYPASSRLS or REPLICATION that the
+ * caller lacks, to anyone but a superuser.
  *
  * Concurrency. Two GRANTs or REVOKEs on one object update the same catalog
  * row: run at once they fail with "tuple concurrently updated" (XX000) or
@@ -37,12 +49,14 @@
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "args.h"
 #include "distributed.h"
@@ -237,6 +251,8 @@ RecordRoleEvent(const char *kind, const char *role, const char *bundle)
 				DetailsFinish(&details));
 }
 
+static void CheckRoleManageable(Oid roleid, const char *name);
+
 /* RoleArg returns the quoted name of the role argument, which must exist. */
 static const char *
 RoleArg(FunctionCallInfo fcinfo, int argno, Oid *roleid)
@@ -248,9 +264,59 @@ RoleArg(FunctionCallInfo fcinfo, int argno, Oid *roleid)
 	name = GetUserNameFromId(*roleid, true);
 	if (name == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("argument \"role\" must name an existing role, not OID %u", *roleid)));
+	CheckRoleManageable(*roleid, name);
 	return quote_identifier(name);
+}
+
+/*
+ * CheckRoleManageable refuses (42501) to hand bundles to, or take them
+ * from, a role the caller could not manage itself: a reserved pg_* role;
+ * unless the caller (the role that called, not this function's owner) is
+ * a superuser, a superuser, or a role with CREATEROLE, BYPASSRLS or
+ * REPLICATION that the caller lacks. grant_role runs as the extension's
+ * owner, so without this an operator could change what a superuser's
+ * session logs (SetTokenQuietSettings) or act on a role above its own.
+ */
+static void
+CheckRoleManageable(Oid roleid, const char *name)
+{
+	Oid			caller = GetOuterUserId();
+	HeapTuple	target;
+	HeapTuple	mine;
+	Form_pg_authid t;
+	Form_pg_authid c;
+	const char *why = NULL;
+
+	if (strncmp(name, "pg_", 3) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" is reserved", name),
+				 errhint("Grant bundles to your own roles, not to PostgreSQL's predefined ones.")));
+	if (superuser_arg(caller))
+		return;
+	target = SearchSysCache1(AUTHOID, ObjectIdGetDatum(roleid));
+	mine = SearchSysCache1(AUTHOID, ObjectIdGetDatum(caller));
+	if (!HeapTupleIsValid(target) || !HeapTupleIsValid(mine))
+		elog(ERROR, "cache lookup failed for role %u", HeapTupleIsValid(target) ? caller : roleid);
+	t = (Form_pg_authid) GETSTRUCT(target);
+	c = (Form_pg_authid) GETSTRUCT(mine);
+	if (t->rolsuper)
+		why = "it is a superuser";
+	else if (t->rolcreaterole && !c->rolcreaterole)
+		why = "it has CREATEROLE, which you do not";
+	else if (t->rolbypassrls && !c->rolbypassrls)
+		why = "it has BYPASSRLS, which you do not";
+	else if (t->rolreplication && !c->rolreplication)
+		why = "it has REPLICATION, which you do not";
+	ReleaseSysCache(target);
+	ReleaseSysCache(mine);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to manage the bundles of role \"%s\": %s", name, why),
+				 errhint("A superuser grants bundles to such a role.")));
 }
 
 /*
@@ -294,7 +360,8 @@ idemgate_grant_role(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	SerialiseGrants();
 	ApplyBundles(SingleBundle(bundle), role, true);
-	if (HandlesTokens(bundle))
+	/* Only a superuser may set them (the calls keep tokens out anyway). */
+	if (HandlesTokens(bundle) && superuser_arg(GetOuterUserId()))
 		SetTokenQuietSettings(role, true);
 	values[0] = ObjectIdGetDatum(roleid);
 	values[1] = CStringGetTextDatum(bundle);
@@ -338,7 +405,7 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 	remaining = GetResultDatum(0, 1, &isnull);
 	if (!isnull)
 		ApplyBundles(remaining, role, true);
-	if (HandlesTokens(bundle) && !HoldsTokenBundle(roleid))
+	if (HandlesTokens(bundle) && !HoldsTokenBundle(roleid) && superuser_arg(GetOuterUserId()))
 		SetTokenQuietSettings(role, false);
 	SyncDistributedGrants(roleid);
 	RecordRoleEvent("role_revoked", GetUserNameFromId(roleid, false), bundle);

@@ -5,7 +5,7 @@
 #
 # 1. Citus: used when /usr/lib/postgresql/15/lib/citus.so exists; otherwise
 #    built from the source tarball ($IDEMGATE_CITUS_TARBALL, else
-#    ../shared/citus/citus-*.tar.gz next to the repository) in
+#    ../shared/citus/citus-13.*.tar.gz next to the repository) in
 #    /var/cache/idemgate-citus (the built tree is kept: a rerun is only
 #    `make install`). Neither available, or the build fails: one line
 #    "citus: skipped — <reason>", then "0 passed, 0 failed", exit 0.
@@ -35,7 +35,8 @@ ensure_citus() {
 	if [ -z "$tarball" ]; then
 		# beside the repository, or in this machine's shared folder (a CI
 		# clone may live elsewhere)
-		tarball=$(ls "$root"/../shared/citus/citus-*.tar.gz /work/shared/citus/citus-*.tar.gz \
+		# Citus 13 for PostgreSQL 15 (Citus 14 supports 16 to 18 only)
+		tarball=$(ls "$root"/../shared/citus/citus-13.*.tar.gz /work/shared/citus/citus-13.*.tar.gz \
 			2>/dev/null | sort | tail -1)
 	fi
 	[ -n "$tarball" ] && [ -f "$tarball" ] || skip "no citus.so in $pglib and no source tarball (set IDEMGATE_CITUS_TARBALL)"

@@ -184,5 +184,10 @@ SELECT is((SELECT count(*) FROM idemgate.alert_instances WHERE alert = 'approval
 UPDATE idemgate.approvals SET expires_at = now() - interval '1 second' WHERE idempotency_key = 'fp-wait';
 SELECT is((SELECT count(*) FROM idemgate.alerts WHERE alert = 'approvals_waiting'), 0::bigint, 'an expired one is not waiting');
 
+-- The distributed version of the unsettled-runs part of the alerts answers
+-- on one node too (1.2 raised 42703: no bucket column there).
+SELECT lives_ok($$SELECT count(*) FROM idemgate.distributed_alert_unsettled_runs()$$,
+                'distributed_alert_unsettled_runs() on one node');
+
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,8 +1,10 @@
 -- Separation of duties and audiences compare identities normalised
 -- (README.md, "Security"; src/identity.c): NFKC case-folded (which also
 -- removes U+200B zero-width space, U+FEFF, U+00AD soft hyphen, U+2060 word
--- joiner ...), trimmed, then the UTS #39 confusable skeleton (ICU's spoof
--- checker), so fullwidth and Cyrillic look-alikes are the same person.
+-- joiner ...) and trimmed; for separation of duties also the UTS #39
+-- confusable skeleton (ICU's spoof checker), so fullwidth and Cyrillic
+-- look-alikes of the requester are the requester. An audience matches
+-- only exactly after folding (1.3).
 -- Before 1.1 the bytes were compared: with requested_by 'alice',
 -- approvers 'Alice', 'alice ' and 'alice<U+200B>' were accepted.
 -- Identities are built from UTF-8 bytes (pg_temp.u) so the file works in
@@ -84,9 +86,42 @@ FROM (VALUES ('fullwidth Ａlice', pg_temp.u('efbca16c696365')),
              ('Cyrillic А + lice', pg_temp.u('d0906c696365')),
              ('a1ice (digit one)', 'a1ice')) t(who, a);
 SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t6', 'approve', 'alicia')), 'approved', 'alicia is someone else');
+-- 1.3: the skeleton also of the unfolded form, and without combining
+-- marks: a capital I (a confusable of l), a dotted capital I and an I with
+-- a combining dot are alice too, as are the other look-alikes of alice.
+SELECT pg_temp.ask('id-8', NULL, 'alice') AS t8 \gset
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t8', 'approve', a)), 'invalid', who || ' may not decide')
+FROM (VALUES ('aIice (capital I)', 'aIice'),
+             ('AL + U+0130 + CE', pg_temp.u('414cc4b04345')),
+             ('AlI + U+0307 + ce', pg_temp.u('416c49cc876365')),
+             ('ALICE', 'ALICE'),
+             ('AIice', 'AIice'),
+             ('al + U+0131 dotless i + ce', pg_temp.u('616cc4b16365')),
+             ('alic + Cyrillic e', pg_temp.u('616c6963d0b5')),
+             ('a + U+217C small roman fifty + ice', pg_temp.u('61e285bc696365')),
+             ('fullwidth alice', pg_temp.u('efbd81efbd8cefbd89efbd83efbd85')),
+             ('al + Greek iota + ce', pg_temp.u('616cceb96365')),
+             ('a1ice', 'a1ice'), ('A1ICE', 'A1ICE'), ('aiice', 'aiice'),
+             ('alice + U+0301 (acute)', pg_temp.u('616c696365cc81')),
+             ('ali + U+0307 + ce', pg_temp.u('616c69cc876365'))) t(who, a);
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t8', 'approve', 'bob')), 'approved', 'bob still may');
+
+-- An audience is an allow-list (1.3): exact after NFKC case folding and
+-- trimming, nothing looser. Look-alikes of its members are refused; the
+-- legitimate spellings are accepted.
 SELECT pg_temp.ask('id-7', ARRAY['bob'], 'alice') AS t7 \gset
-SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t7', 'approve', pg_temp.u('62cebf62'))), 'approved',
-          'b + Greek omicron + b is bob, in the audience');
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t7', 'approve', pg_temp.u('62cebf62'))), 'invalid',
+          'b + Greek omicron + b is not bob');
+SELECT pg_temp.ask('id-9', ARRAY['mary', 'alice', 'ceo@corp.com'], 'zed') AS t9 \gset
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t9', 'approve', a)), 'invalid', who || ' is not in the audience')
+FROM (VALUES ('rnary', 'rnary'), ('a1ice', 'a1ice'), ('aIice', 'aIice'), ('ceo@corp.corn', 'ceo@corp.corn'),
+             ('m + Cyrillic a + ry', pg_temp.u('6dd0b07279')), ('Cyrillic a + lice', pg_temp.u('d0b06c696365')),
+             ('rn + ary (Greek alpha)', pg_temp.u('726eceb17279')), ('ceo@c0rp.com', 'ceo@c0rp.com')) t(who, a);
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t9', 'approve', ' Mary ')), 'approved',
+          '" Mary " (case, spaces) is mary');
+SELECT pg_temp.ask('id-10', ARRAY['mary'], 'zed') AS t10 \gset
+SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t10', 'approve', pg_temp.u('efbd8defbd81efbd92efbd99'))), 'approved',
+          'fullwidth mary (an NFKC compatibility form) is mary');
 
 -- The approval keeps the identities as given: only comparisons normalise.
 SELECT results_eq($$SELECT requested_by, audience FROM idemgate.approvals WHERE idempotency_key = 'id-3'$$,

@@ -14,8 +14,12 @@
 #      decision, all with the token pasted;
 #    - as the client role: request_approval's answer (the token) and a
 #      failing call carrying it;
-#    - the same failing call by a role without those settings does log
-#      its (fake) token, so the grep would catch a leak;
+#    - 1.3: the same failing calls (and a succeeding peek) by a member of
+#      a group role holding approver, an operator and the superuser, whom
+#      no role setting reaches: the token is nowhere in the log (the log
+#      hook of src/token_log_redaction.c, with the library preloaded);
+#    - a statement naming no token function does log its text, so the
+#      grep would catch a leak;
 #    - revoke_role takes the settings away once the role holds neither
 #      client nor approver;
 #    - ALTER EXTENSION UPDATE gives them to roles granted before 1.2.
@@ -30,6 +34,8 @@ my $node = PostgreSQL::Test::Cluster->new('tokenlog');
 $node->init;
 $node->append_conf(
 	'postgresql.conf', q{
+shared_preload_libraries = 'idemgate'
+idemgate.dispatchers = 0
 log_statement = 'all'
 log_min_duration_statement = 0
 log_error_verbosity = verbose
@@ -108,12 +114,47 @@ like($log, qr/ERROR/, 'the errors were logged');
 unlike($log, qr/\Q$token\E/, 'the first token is nowhere in the server log');
 unlike($log, qr/\Q$token2\E/, 'the second token is nowhere in the server log');
 
-# Without those settings the same failing call logs its token: the grep
-# above would have seen a leak.
+# 1.3: logins that no role setting reaches — a member of a group role
+# that holds approver, an operator (its bundle has consume_approval) and
+# the superuser — with every statement logged (log_statement = all): the
+# library's log hook (src/token_log_redaction.c) replaces the token in
+# every message that names a token function and hides its STATEMENT line,
+# and the functions keep it out of their own error reports.
+$node->safe_psql('postgres', q{
+CREATE ROLE approvers NOLOGIN;
+CREATE ROLE member_app LOGIN IN ROLE approvers;
+CREATE ROLE operator_app LOGIN;
+});
+$node->safe_psql('postgres', "SELECT idemgate.grant_role('approvers', 'approver')");
+$node->safe_psql('postgres', "SELECT idemgate.grant_role('operator_app', 'operator')");
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_db_role_setting WHERE setrole IN ('member_app'::regrole, 'operator_app'::regrole)}),
+	'0', 'no role settings reach the group member or the operator');
+my $token3 = $node->safe_psql(
+	'postgres', q{
+SELECT a.token FROM idemgate.claim('tok-3', '{}') c,
+  LATERAL idemgate.request_approval('tok-3', c.lease_owner, c.version,
+    '{"type": "mail", "target": "t", "payload": {}}') a});
+$offset = -s $node->logfile;
+for my $who ('member_app', 'operator_app', 'postgres')
+{
+	for my $what (sort keys %failing)
+	{
+		(my $sql = $failing{$what}) =~ s/\Q$token\E|\Q$token2\E/$token3/g;
+		like(as_role($who, $sql), qr/ERROR/, "$who: $what fails");
+	}
+	is($node->safe_psql('postgres', "SELECT status FROM idemgate.peek_approval('$token3')", extra_params => [ '-U', $who ]),
+		'pending', "$who: a peek that succeeds");
+}
+$log = slurp_file($node->logfile, $offset);
+like($log, qr/\[token\]/, 'the calls were logged, their token replaced');
+unlike($log, qr/\Q$token3\E/, 'the token of the group member, the operator and the superuser is nowhere in the log');
+
+# The grep would see a leak: a statement that names no token function
+# keeps its text, a token-shaped value included.
 my $fake = 'A' x 43;
 $offset = -s $node->logfile;
-as_role('plain_app', "SELECT * FROM idemgate.consume_approval('$fake', 'approve', NULL)");
-like(slurp_file($node->logfile, $offset), qr/\Q$fake\E/, 'a role without the settings logs the statement');
+as_role('plain_app', "SELECT '$fake'::int");
+like(slurp_file($node->logfile, $offset), qr/\Q$fake\E/, 'another statement logs its text');
 
 # revoke_role takes the settings away once the role holds neither bundle.
 $node->safe_psql('postgres', "SELECT idemgate.grant_role('approver_app', 'client')");
