@@ -21,7 +21,7 @@
  *	    "аlice" and Latin "alice", or "paypa1" and "paypal", have the same
  *	    skeleton. Case folding before the skeleton would turn a capital I
  *	    (a confusable of l) into i, so the skeleton is also taken of the
- *	    fold of the skeleton, and both without combining marks; two
+ *	    fold of the skeleton, and both without combining dots above; two
  *	    identities are the same person when any of their forms are equal
  *	    (IdentityForms). This errs on the side of "same person", the safe
  *	    side for separation of duties.
@@ -238,7 +238,11 @@ FoldTrimmed(const UChar *u16, int32_t len, int32_t *n)
 	return folded + start;
 }
 
-/* WithoutMarks drops the non-spacing marks of a skeleton (it is NFD). */
+/*
+ * WithoutMarks drops the combining dots above (U+0307) of a skeleton (it is
+ * NFD): a dotted capital I folds to i + U+0307, which looks like i. Other
+ * marks stay: "josé" and "jose" are two people.
+ */
 static char *
 WithoutMarks(const UChar *u, int32_t n)
 {
@@ -251,7 +255,7 @@ WithoutMarks(const UChar *u, int32_t n)
 		int32_t		at = i;
 
 		U16_NEXT(u, i, n, c);
-		if (u_charType(c) == U_NON_SPACING_MARK)
+		if (c == 0x0307)
 			continue;
 		while (at < i)
 			out[len++] = u[at++];
@@ -279,7 +283,8 @@ AudienceForm(const char *s, int len)
  * s for separation of duties (see the design note): the skeleton of its
  * case-folded form, the skeleton of the fold of its skeleton (case
  * folding first would turn a capital I, a confusable of l, into i), and
- * both without combining marks (a dotted capital I folds to i + U+0307).
+ * both without combining dots above (a dotted capital I folds to
+ * i + U+0307).
  */
 #define IDENTITY_FORMS 4
 static void

@@ -41,7 +41,7 @@ PayloadHmacHex(bytea *payload_hash)
 
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("installation_secret", nsp)))
 		return NULL;
-	if (ExecSaved(&hmac_stmt, &value, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (ExecSaved(&hmac_stmt, &value, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not compute a payload HMAC");
 	d = GetResultDatum(0, 1, &isnull);
 	return isnull ? NULL : TextDatumGetCString(d);

@@ -12,47 +12,60 @@
 -- The secret: 64 random bytes K (from two v4 UUIDs' pg_strong_random bits,
 -- through SHA-256), kept as HMAC's two pads K xor 0x36 and K xor 0x5c so
 -- that SQL computes HMAC-SHA-256 as sha256(opad || sha256(ipad || m)).
--- Not dumped: a restored database makes a secret of its own.
+-- Made on first use (payload_hmac), not by the script, so that a restore
+-- (CREATE EXTENSION, then the dumped rows) keeps the dumped secret and the
+-- keyed hashes already written stay comparable.
 CREATE TABLE idemgate.installation_secret (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     ipad      bytea NOT NULL CHECK (pg_catalog.octet_length(ipad) = 64),
     opad      bytea NOT NULL CHECK (pg_catalog.octet_length(opad) = 64)
 );
 COMMENT ON TABLE idemgate.installation_secret IS
-'The per-installation secret of the keyed payload hashes readers see (HMAC-SHA-256 pads); only the extension owner reads it';
+'The per-installation secret of the keyed payload hashes readers see (HMAC-SHA-256 pads), made on first use; only the extension owner reads it';
+SELECT pg_catalog.pg_extension_config_dump('idemgate.installation_secret', '');
 REVOKE ALL ON idemgate.installation_secret FROM PUBLIC;
-DO $$
-DECLARE
-  k bytea := pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text, 'UTF8'))
-             OPERATOR(pg_catalog.||)
-             pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text, 'UTF8'));
-  i bytea := k;
-  o bytea := k;
-BEGIN
-  FOR n IN 0..63 LOOP
-    i := pg_catalog.set_byte(i, n, pg_catalog.get_byte(k, n) OPERATOR(pg_catalog.#) 54);
-    o := pg_catalog.set_byte(o, n, pg_catalog.get_byte(k, n) OPERATOR(pg_catalog.#) 92);
-  END LOOP;
-  INSERT INTO idemgate.installation_secret (ipad, opad) VALUES (i, o);
-END $$;
 
 -- payload_hmac(hash): the extension owner's only (the library calls it;
 -- a caller who could pass any hash could confirm a guessed payload).
+-- NULL in a read-only transaction before the secret exists (a standby).
 CREATE FUNCTION idemgate.payload_hmac(payload_hash bytea) RETURNS text
-LANGUAGE sql STABLE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-SELECT pg_catalog.encode(pg_catalog.sha256(s.opad OPERATOR(pg_catalog.||)
-                                           pg_catalog.sha256(s.ipad OPERATOR(pg_catalog.||) payload_hash)), 'hex')
-  FROM idemgate.installation_secret s;
-END;
+LANGUAGE plpgsql VOLATILE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+  s record;
+  k bytea;
+  i bytea;
+  o bytea;
+BEGIN
+  SELECT x.ipad, x.opad INTO s FROM idemgate.installation_secret x;
+  IF NOT FOUND THEN
+    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
+      RETURN NULL;
+    END IF;
+    k := pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text, 'UTF8'))
+         OPERATOR(pg_catalog.||)
+         pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text, 'UTF8'));
+    i := k;
+    o := k;
+    FOR n IN 0..63 LOOP
+      i := pg_catalog.set_byte(i, n, pg_catalog.get_byte(k, n) OPERATOR(pg_catalog.#) 54);
+      o := pg_catalog.set_byte(o, n, pg_catalog.get_byte(k, n) OPERATOR(pg_catalog.#) 92);
+    END LOOP;
+    INSERT INTO idemgate.installation_secret (ipad, opad) VALUES (i, o) ON CONFLICT DO NOTHING;
+    SELECT x.ipad, x.opad INTO s FROM idemgate.installation_secret x;
+  END IF;
+  RETURN pg_catalog.encode(pg_catalog.sha256(s.opad OPERATOR(pg_catalog.||)
+                                             pg_catalog.sha256(s.ipad OPERATOR(pg_catalog.||) payload_hash)), 'hex');
+END
+$$;
 REVOKE ALL ON FUNCTION idemgate.payload_hmac(bytea) FROM PUBLIC;
 COMMENT ON FUNCTION idemgate.payload_hmac(bytea) IS
-'HMAC-SHA-256 of a payload hash under the installation secret, in hex: the form of a payload hash that events and key_history show. Extension owner only';
+'HMAC-SHA-256 of a payload hash under the installation secret (made on first use), in hex: the form of a payload hash that events and key_history show. Extension owner only';
 
 -- run_payload_hmac(key): the keyed hash of a stored run's payload, for
 -- key_history. It hashes only what is stored, never a caller's guess.
 CREATE FUNCTION idemgate.run_payload_hmac(key text) RETURNS text
-LANGUAGE sql STABLE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+LANGUAGE sql VOLATILE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 BEGIN ATOMIC
 SELECT idemgate.payload_hmac(r.payload_hash) FROM idemgate.runs r WHERE r.idempotency_key = key;
 END;

@@ -55,3 +55,17 @@ UPDATE pg_catalog.pg_init_privs p
    AND p.classoid OPERATOR(pg_catalog.=) d.classid
    AND p.objoid OPERATOR(pg_catalog.=) d.objid
    AND p.privtype OPERATOR(pg_catalog.=) 'e';
+-- A column's initial privileges (a bundle reading part of a table, 1.3)
+-- hold nothing but the DBA's grants taken out above: no row, as in a
+-- fresh install.
+DELETE FROM pg_catalog.pg_init_privs p
+ USING pg_catalog.pg_extension e, pg_catalog.pg_depend d
+ WHERE e.extname OPERATOR(pg_catalog.=) 'idemgate'
+   AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+   AND d.refobjid OPERATOR(pg_catalog.=) e.oid
+   AND d.deptype OPERATOR(pg_catalog.=) 'e'
+   AND p.classoid OPERATOR(pg_catalog.=) d.classid
+   AND p.objoid OPERATOR(pg_catalog.=) d.objid
+   AND p.objsubid OPERATOR(pg_catalog.<>) 0
+   AND p.privtype OPERATOR(pg_catalog.=) 'e'
+   AND pg_catalog.cardinality(p.initprivs) OPERATOR(pg_catalog.=) 0;

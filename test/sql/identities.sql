@@ -86,9 +86,10 @@ FROM (VALUES ('fullwidth Ａlice', pg_temp.u('efbca16c696365')),
              ('Cyrillic А + lice', pg_temp.u('d0906c696365')),
              ('a1ice (digit one)', 'a1ice')) t(who, a);
 SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t6', 'approve', 'alicia')), 'approved', 'alicia is someone else');
--- 1.3: the skeleton also of the unfolded form, and without combining
--- marks: a capital I (a confusable of l), a dotted capital I and an I with
--- a combining dot are alice too, as are the other look-alikes of alice.
+-- 1.3: the skeleton also of the unfolded form, and without combining dots
+-- above: a capital I (a confusable of l), a dotted capital I and an I with
+-- a combining dot are alice too, as are the other look-alikes of alice
+-- (josé and jose stay two people, above).
 SELECT pg_temp.ask('id-8', NULL, 'alice') AS t8 \gset
 SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t8', 'approve', a)), 'invalid', who || ' may not decide')
 FROM (VALUES ('aIice (capital I)', 'aIice'),
@@ -101,8 +102,7 @@ FROM (VALUES ('aIice (capital I)', 'aIice'),
              ('a + U+217C small roman fifty + ice', pg_temp.u('61e285bc696365')),
              ('fullwidth alice', pg_temp.u('efbd81efbd8cefbd89efbd83efbd85')),
              ('al + Greek iota + ce', pg_temp.u('616cceb96365')),
-             ('a1ice', 'a1ice'), ('A1ICE', 'A1ICE'), ('aiice', 'aiice'),
-             ('alice + U+0301 (acute)', pg_temp.u('616c696365cc81')),
+             ('a1ice', 'a1ice'), ('A1ICE', 'A1ICE'),
              ('ali + U+0307 + ce', pg_temp.u('616c69cc876365'))) t(who, a);
 SELECT is((SELECT outcome FROM idemgate.consume_approval(:'t8', 'approve', 'bob')), 'approved', 'bob still may');
 

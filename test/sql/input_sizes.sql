@@ -57,8 +57,8 @@ SELECT results_eq($$SELECT c.outcome, cardinality(c.effect_ids)
                       FROM qa_appr, LATERAL idemgate.consume_approval(qa_appr.token, 'approve', 'qa-approver') c$$,
                   $$VALUES ('approved', 1)$$, 'a 1024-byte target is approved into the outbox');
 
--- grant_role / revoke_role: a role OID that names no role is 22023.
-SELECT throws_ok(q, '22023', msg, q) FROM (VALUES
+-- grant_role / revoke_role: a role OID that names no role is 42704 (1.3; 22023 before).
+SELECT throws_ok(q, '42704', msg, q) FROM (VALUES
   ($$SELECT idemgate.grant_role(0::regrole, 'client')$$, 'argument "role" must name an existing role, not OID 0'),
   ($$SELECT idemgate.grant_role(4000000000::oid::regrole, 'reader')$$,
    'argument "role" must name an existing role, not OID 4000000000'),
