@@ -62,6 +62,7 @@
 #include "access/relation.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -72,6 +73,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "args.h"
@@ -214,9 +216,26 @@ CheckPoliciesUnchanged(void)
 	Oid			relid = PoliciesRelid();
 	PoliciesRead *p;
 
+	Oid			save_userid;
+	int			save_sec_context;
+	HeapTuple	tuple;
+	Oid			owner;
+
 	if (!OidIsValid(relid))
 		return;
 	LockRelationOid(relid, RowShareLock);
+	/*
+	 * The commit runs as the caller, not as the function that read the
+	 * policy: read it again as the table's owner, as that function did.
+	 */
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	for (p = policies_read; p != NULL; p = p->next)
@@ -239,6 +258,7 @@ CheckPoliciesUnchanged(void)
 					 errhint("Retry the transaction: it runs under the new policy.")));
 	}
 	SPI_finish();
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
 /* PolicyXactCallback checks before commit, and forgets at the end. */
