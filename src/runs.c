@@ -884,15 +884,18 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 		{
 			int64		version = DatumGetInt64(GetResultDatum(0, 4, &isnull));
 
-			/* Purged and tombstoned while the statement waited for purge. */
+			out->outcome = version == 0 ? "claimed" : "recovered";
+			for (int i = 0; i < 5; i++)
+				out->values[i + 1] = GetResultDatum(0, i + 1, &out->nulls[i + 1]);
+			/*
+			 * Purged and tombstoned while the statement waited for purge (the
+			 * look-up may run a statement: the row above is read first).
+			 */
 			if (version == 0 && FindTombstone(key, &existing.tombstone))
 				ereport(ERROR,
 						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 						 errmsg("could not claim key \"%s\": it was purged concurrently", text_to_cstring(key)),
 						 errhint("Retry the call: it answers duplicate with state purged.")));
-			out->outcome = version == 0 ? "claimed" : "recovered";
-			for (int i = 0; i < 5; i++)
-				out->values[i + 1] = GetResultDatum(0, i + 1, &out->nulls[i + 1]);
 			if (version > 0)
 				RecordTakeover(key, hash, origin, actor);
 			return;

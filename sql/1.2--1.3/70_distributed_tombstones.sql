@@ -55,7 +55,8 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
 
 -- distribute() of 1.2 (sql/1.1--1.2/60_distribute.sql) with the
 -- tombstones locked with the other per-run tables and distributed after
--- them.
+-- them, and the installation secret (sql/1.2--1.3/60_readers.sql) a
+-- reference table: one secret, so the keyed hashes of every node agree.
 CREATE OR REPLACE FUNCTION idemgate.distribute(shard_count integer DEFAULT 32) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -167,7 +168,7 @@ BEGIN
   FOREACH t IN ARRAY ARRAY['control', 'endpoints', 'watched_workflows', 'bundle_members',
                            'granted_bundles', 'paused_effect_types', 'alert_state',
                            'metrics_rollup', 'effect_type_rollup', 'run_metrics_rollup',
-                           'effect_type_grants', 'effect_type_policies'] LOOP
+                           'effect_type_grants', 'effect_type_policies', 'installation_secret'] LOOP
     PERFORM pg_catalog.create_reference_table(pg_catalog.format('idemgate.%I', t)::pg_catalog.regclass);
   END LOOP;
 

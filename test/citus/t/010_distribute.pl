@@ -20,10 +20,10 @@ use Test::More;
 my $cl = citus_cluster('dist');
 my $coord = $cl->{coord};
 
-my @per_run = qw(runs outbox approvals dead_letters events);
+my @per_run = qw(runs outbox approvals dead_letters events tombstones);
 my @reference = qw(endpoints control watched_workflows bundle_members granted_bundles
   paused_effect_types alert_state effect_type_grants effect_type_policies
-  effect_type_rollup metrics_rollup run_metrics_rollup);
+  effect_type_rollup metrics_rollup run_metrics_rollup installation_secret);
 
 # --- data before distribute ----------------------------------------------
 $coord->safe_psql('app', q{
