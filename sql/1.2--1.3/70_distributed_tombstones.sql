@@ -180,6 +180,10 @@ BEGIN
                                                 'bucket', colocate_with => 'idemgate.runs');
   END LOOP;
   PERFORM idemgate.distribute_tombstones();
+  -- The secret exists from here on: made on a worker's first keyed hash,
+  -- it would be a write of a reference table, a two-phase commit, in a
+  -- claim.
+  PERFORM idemgate.payload_hmac('\x00'::pg_catalog.bytea);
 
   -- A claim that is its whole transaction runs on its key's node
   -- (66_claim_in_bucket.sql): the function goes with the bucket's shard.
