@@ -32,8 +32,12 @@ SELECT DISTINCT database FROM idemgate.dispatcher_status();
 
 BEGIN;
 SET LOCAL timezone = 'UTC';
-LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.runs, idemgate.events,
-           idemgate.dead_letters, idemgate.paused_effect_types, idemgate.control IN ACCESS EXCLUSIVE MODE;
+-- The dispatcher reads these tables every second (publish_alerts): a long
+-- deadlock_timeout here makes it, not this script, the one a deadlock ends.
+SET LOCAL deadlock_timeout = '60s';
+LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events,
+           idemgate.dead_letters, idemgate.watched_workflows, idemgate.paused_effect_types,
+           idemgate.control IN ACCESS EXCLUSIVE MODE;
 TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.events, idemgate.dead_letters,
          idemgate.watched_workflows, idemgate.paused_effect_types, idemgate.alert_state;
 SELECT * FROM pg_temp.shown;
@@ -81,7 +85,8 @@ SELECT pg_reload_conf();
 SELECT pg_sleep(0.5);
 SHOW idemgate.alert_stuck_after;
 BEGIN;
-LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.runs IN ACCESS EXCLUSIVE MODE;
+SET LOCAL deadlock_timeout = '60s';
+LOCK TABLE idemgate.alert_state, idemgate.outbox, idemgate.approvals, idemgate.runs IN ACCESS EXCLUSIVE MODE;
 TRUNCATE idemgate.outbox, idemgate.approvals, idemgate.runs, idemgate.alert_state;
 SELECT pg_temp.enqueue('ops-alert-3', 'slow_type', 1);
 UPDATE idemgate.outbox SET next_attempt_at = now() - interval '6 minutes' WHERE effect_type = 'slow_type';
