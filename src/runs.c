@@ -237,6 +237,13 @@ static SavedStatement superseded_by_stmt = {
 };
 
 /*
+ * The key is the index condition of every statement on a batch of keys
+ * below: "(state = 'approved') IS TRUE" hides the state test from the
+ * planner, which would otherwise scan runs_open_idx (every run in flight)
+ * and compare each with the whole batch — with history in the table the
+ * statistics make that look cheap (bench/dispatch: 0.22 of the empty
+ * database's deliveries per second with 1M finished runs).
+ *
  * Completing runs, in two statements for a batch of keys. First lock the
  * approved runs, in key order (two batches never deadlock): a sibling
  * effect completing at the same time in another transaction serialises
@@ -255,7 +262,7 @@ static SavedStatement superseded_by_stmt = {
 static SavedStatement lock_runs_stmt = {
 	"SELECT r.idempotency_key FROM idemgate.runs r"
 	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)/*@bucket r*//*@route $1*/"
-	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
@@ -282,7 +289,7 @@ static SavedStatement complete_runs_stmt = {
 	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/)"
 	"              ELSE r.result END"
 	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)/*@bucket r*//*@route $1*/"
-	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
 	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
 	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled,failed}'::pg_catalog.text[]))"
@@ -327,7 +334,7 @@ static SavedStatement approved_runs_stmt = {
 static SavedStatement lock_settled_stmt = {
 	"SELECT r.idempotency_key FROM idemgate.runs r"
 	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)/*@bucket r*//*@route $1*/"
-	"   AND r.state OPERATOR(pg_catalog.=) 'approved'"
+	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r SKIP LOCKED",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
