@@ -115,8 +115,9 @@
 #include "utils/timestamp.h"
 
 #include "claim_direct.h"
-#include "tombstones.h"
 #include "distributed.h"
+#include "spi_util.h"
+#include "tombstones.h"
 
 /* How the statement fills a known column it does not name. */
 typedef enum KnownDefault
@@ -234,15 +235,6 @@ ForgetTables(Datum arg, Oid relid)
 			tables[i]->relid = InvalidOid;
 			tables[i]->checked = false;
 		}
-}
-
-/* OurRelid returns the OID of idemgate.name, or InvalidOid. */
-static Oid
-OurRelid(const char *name)
-{
-	Oid			nsp = get_namespace_oid("idemgate", true);
-
-	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 }
 
 /*
@@ -563,7 +555,7 @@ OpenDirectTable(DirectTable *t)
 		if (!OidIsValid(t->relid))
 		{
 			t->checked = false;
-			t->relid = OurRelid(t->name);
+			t->relid = IdemgateRelid(t->name);
 		}
 		relid = t->relid;
 		if (!OidIsValid(relid))

@@ -58,11 +58,6 @@ ForgetDistState(Datum arg, Oid relid)
 bool
 IdemgateIsDistributed(void)
 {
-	Oid			nsp;
-	Oid			runs;
-	Oid			dist;
-	int			rc;
-
 	if (dist_state != DIST_UNKNOWN)
 		return dist_state == DIST_YES;
 	if (!callback_registered)
@@ -70,30 +65,7 @@ IdemgateIsDistributed(void)
 		CacheRegisterRelcacheCallback(ForgetDistState, (Datum) 0);
 		callback_registered = true;
 	}
-	dist = get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE);
-	nsp = get_namespace_oid("idemgate", true);
-	runs = OidIsValid(nsp) ? get_relname_relid("runs", nsp) : InvalidOid;
-	if (!OidIsValid(dist) || !OidIsValid(runs))
-	{
-		dist_state = DIST_NO;
-		return false;
-	}
-
-	/* Catalog read, no user values: the relation oid is a number. */
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	{
-		char		sql[160];
-
-		snprintf(sql, sizeof(sql),
-				 "SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid OPERATOR(pg_catalog.=) %u",
-				 runs);
-		rc = SPI_execute(sql, true, 1);
-	}
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_dist_partition: %s", SPI_result_code_string(rc));
-	dist_state = SPI_processed > 0 ? DIST_YES : DIST_NO;
-	SPI_finish();
+	dist_state = IdemgateTableIsDistributed("runs") ? DIST_YES : DIST_NO;
 	return dist_state == DIST_YES;
 }
 
@@ -104,7 +76,7 @@ IdemgateIsDistributed(void)
 bool
 IdemgateTableIsDistributed(const char *name)
 {
-	Oid			nsp = get_namespace_oid("idemgate", true);
+	Oid			nsp = get_namespace_oid("idemgate", true);	/* below spi_util.c */
 	Oid			rel = OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 	char		sql[160];
 	int			rc;

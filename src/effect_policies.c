@@ -119,9 +119,7 @@ static SavedStatement upsert_stmt = {
 static Oid
 PoliciesRelid(void)
 {
-	Oid			nsp = get_namespace_oid("idemgate", true);
-
-	return OidIsValid(nsp) ? get_relname_relid("effect_type_policies", nsp) : InvalidOid;
+	return IdemgateRelid("effect_type_policies");
 }
 
 /*

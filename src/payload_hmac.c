@@ -34,12 +34,11 @@ static SavedStatement hmac_stmt = {
 char *
 PayloadHmacHex(bytea *payload_hash)
 {
-	Oid			nsp = get_namespace_oid("idemgate", true);
 	Datum		value = PointerGetDatum(payload_hash);
 	bool		isnull;
 	Datum		d;
 
-	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("installation_secret", nsp)))
+	if (!OidIsValid(IdemgateRelid("installation_secret")))
 		return NULL;
 	if (ExecSaved(&hmac_stmt, &value, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not compute a payload HMAC");

@@ -95,8 +95,7 @@ static SavedStatement bundle_members_13_stmt = {
 static bool
 BundleColumnsInstalled(void)
 {
-	Oid			nsp = get_namespace_oid("idemgate", true);
-	Oid			rel = OidIsValid(nsp) ? get_relname_relid("bundle_members", nsp) : InvalidOid;
+	Oid			rel = IdemgateRelid("bundle_members");
 
 	return OidIsValid(rel) && get_attnum(rel, "columns") != InvalidAttrNumber;
 }

@@ -146,19 +146,19 @@ static SavedStatement existing_run_stmt = {
 	1, {TEXTOID}
 };
 
+/* Lock a run, reading what its callers decide on; EXTRA: more columns. */
+#define LOCK_RUN_SQL(EXTRA) \
+	"SELECT state, version, failures, payload, workflow," \
+	"       (lease_owner = $2 AND version = $3 AND lease_expires_at > pg_catalog.now()) AS owned" \
+	EXTRA \
+	" FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR UPDATE"
+
 static SavedStatement lock_run_stmt = {
-	"SELECT state, version, failures, payload, workflow,"
-	"       (lease_owner = $2 AND version = $3 AND lease_expires_at > pg_catalog.now()) AS owned"
-	" FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR UPDATE",
-	3, {TEXTOID, UUIDOID, INT8OID}
+	LOCK_RUN_SQL(""), 3, {TEXTOID, UUIDOID, INT8OID}
 };
 /* The same on a 1.3 schema, with whether its latest output was invalid. */
 static SavedStatement lock_run_13_stmt = {
-	"SELECT state, version, failures, payload, workflow,"
-	"       (lease_owner = $2 AND version = $3 AND lease_expires_at > pg_catalog.now()) AS owned,"
-	"       output_invalid"
-	" FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR UPDATE",
-	3, {TEXTOID, UUIDOID, INT8OID}
+	LOCK_RUN_SQL(", output_invalid"), 3, {TEXTOID, UUIDOID, INT8OID}
 };
 
 static void AddStateChange(EventDetails *details, const char *from_state,
@@ -172,18 +172,23 @@ static void AddStateChange(EventDetails *details, const char *from_state,
  * (lease_started_at, which the claim writes anyway), the figure a lease
  * is sized from (docs/operations.md, "Run processing times").
  */
+/* MoveRun's statement; EXTRA: a further condition. */
+#define MOVE_RUN_SQL(EXTRA) \
+	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1," \
+	"  result = COALESCE($6, result), failures = failures OPERATOR(pg_catalog.+) $7," \
+	"  updated_at = pg_catalog.now()" \
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND state OPERATOR(pg_catalog.=) $4" \
+	"   AND ($3::pg_catalog.int8 IS NULL OR version OPERATOR(pg_catalog.=) $3)" \
+	"   AND ($2::pg_catalog.uuid IS NULL" \
+	"        OR (lease_owner OPERATOR(pg_catalog.=) $2" \
+	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))" \
+	EXTRA \
+	" RETURNING version, workflow," \
+	"   pg_catalog.round(pg_catalog.date_part('epoch'," \
+	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
+
 static SavedStatement move_stmt = {
-	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
-	"  result = COALESCE($6, result), failures = failures OPERATOR(pg_catalog.+) $7,"
-	"  updated_at = pg_catalog.now()"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND state OPERATOR(pg_catalog.=) $4"
-	"   AND ($3::pg_catalog.int8 IS NULL OR version OPERATOR(pg_catalog.=) $3)"
-	"   AND ($2::pg_catalog.uuid IS NULL"
-	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
-	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
-	" RETURNING version, workflow,"
-	"   pg_catalog.round(pg_catalog.date_part('epoch',"
-	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
+	MOVE_RUN_SQL(""),
 	7, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, INT4OID}
 };
 
@@ -192,18 +197,7 @@ static SavedStatement move_stmt = {
  * awaiting_human) on a 1.3 schema: not while its latest output is invalid.
  */
 static SavedStatement move_valid_stmt = {
-	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1,"
-	"  result = COALESCE($6, result), failures = failures OPERATOR(pg_catalog.+) $7,"
-	"  updated_at = pg_catalog.now()"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND state OPERATOR(pg_catalog.=) $4"
-	"   AND ($3::pg_catalog.int8 IS NULL OR version OPERATOR(pg_catalog.=) $3)"
-	"   AND ($2::pg_catalog.uuid IS NULL"
-	"        OR (lease_owner OPERATOR(pg_catalog.=) $2"
-	"            AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.now()))"
-	"   AND NOT output_invalid"
-	" RETURNING version, workflow,"
-	"   pg_catalog.round(pg_catalog.date_part('epoch',"
-	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
+	MOVE_RUN_SQL("   AND NOT output_invalid"),
 	7, {TEXTOID, UUIDOID, INT8OID, TEXTOID, TEXTOID, JSONBOID, INT4OID}
 };
 
@@ -465,8 +459,7 @@ LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run)
 bool
 RunValidationTracked(void)
 {
-	Oid			nsp = get_namespace_oid("idemgate", true);
-	Oid			runs = OidIsValid(nsp) ? get_relname_relid("runs", nsp) : InvalidOid;
+	Oid			runs = IdemgateRelid("runs");
 
 	return OidIsValid(runs) && get_attnum(runs, "output_invalid") != InvalidAttrNumber;
 }

@@ -9,6 +9,8 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
+
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -481,4 +483,13 @@ SetTextParam(Datum *values, char *nulls, int i, const char *s)
 {
 	values[i] = s ? CStringGetTextDatum(s) : (Datum) 0;
 	nulls[i] = s ? ' ' : 'n';
+}
+
+/* IdemgateRelid returns the OID of idemgate.<name>, or InvalidOid. */
+Oid
+IdemgateRelid(const char *name)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+
+	return OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 }

@@ -43,6 +43,7 @@ typedef struct SavedStatement
  */
 #define GENERIC_PLAN NULL, CURSOR_OPT_GENERIC_PLAN
 
+extern Oid	IdemgateRelid(const char *name);
 extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 					  bool read_only, long count);
 extern int	ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,

@@ -64,14 +64,6 @@ static SavedStatement purge_stmt = {
 	1, {INTERVALOID}
 };
 
-/* TombstonesRelid returns the OID of idemgate.tombstones, or InvalidOid. */
-static Oid
-TombstonesRelid(void)
-{
-	Oid			nsp = get_namespace_oid("idemgate", true);
-
-	return OidIsValid(nsp) ? get_relname_relid("tombstones", nsp) : InvalidOid;
-}
 
 /* Whether tombstones is a Citus table: -1 unknown (a relcache change resets it). */
 static int	tombstones_distributed = -1;
@@ -103,7 +95,7 @@ TombstonesDistributed(void)
 bool
 TombstonesInstalled(void)
 {
-	return OidIsValid(TombstonesRelid());
+	return OidIsValid(IdemgateRelid("tombstones"));
 }
 
 /*
@@ -145,7 +137,7 @@ TombstoneAttnum(Relation rel, const char *name)
 bool
 FindTombstone(text *key, Tombstone *t)
 {
-	Oid			relid = TombstonesRelid();
+	Oid			relid = IdemgateRelid("tombstones");
 
 	if (OidIsValid(relid) && IdemgateIsDistributed() && TombstonesDistributed())
 		return FindTombstoneOnShard(key, t);

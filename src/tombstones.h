@@ -37,36 +37,25 @@ extern bool TombstonesDistributed(void);
 
 /*
  * The CTE purge adds after "ru" (the deleted runs, RETURNING
- * idempotency_key, payload_hash, state, updated_at) to keep their
- * tombstones; $2 is idemgate.tombstone_retention (0: none kept).
+ * idempotency_key, payload_hash, state, updated_at, and bucket on Citus)
+ * to keep their tombstones; $2 is idemgate.tombstone_retention (0: none
+ * kept). BUCKET_COL and BUCKET_VAL add the bucket on Citus, KEY the
+ * conflict key (the primary key, which includes it there).
  */
-#define TOMBSTONE_INSERT_CTE \
+#define TOMBSTONE_INSERT(BUCKET_COL, BUCKET_VAL, KEY) \
 	", tb AS (" \
-	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, finished_at, purged_at)" \
+	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, finished_at, purged_at" \
+	BUCKET_COL ")" \
 	" SELECT " TOMBSTONE_DIGEST("pg_catalog.sha256(pg_catalog.convert_to(ru.idempotency_key," \
 	"                                               pg_catalog.getdatabaseencoding()))") "," \
 	"        " TOMBSTONE_DIGEST("ru.payload_hash") "," \
 	"        CASE ru.state WHEN 'completed' THEN 'c' ELSE 'f' END::pg_catalog.\"char\"," \
-	"        ru.updated_at, pg_catalog.now()" \
+	"        ru.updated_at, pg_catalog.now()" BUCKET_VAL \
 	"   FROM ru WHERE $2 OPERATOR(pg_catalog.>) 0" \
-	" ON CONFLICT (key_digest) DO NOTHING RETURNING 1" \
+	" ON CONFLICT (" KEY ") DO NOTHING RETURNING 1" \
 	")"
-
-/*
- * TOMBSTONE_INSERT_CTE on Citus: each tombstone with its run's bucket (ru
- * also returns r.bucket there), in the run's shard.
- */
-#define TOMBSTONE_INSERT_DIST_CTE \
-	", tb AS (" \
-	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, finished_at, purged_at, bucket)" \
-	" SELECT " TOMBSTONE_DIGEST("pg_catalog.sha256(pg_catalog.convert_to(ru.idempotency_key," \
-	"                                               pg_catalog.getdatabaseencoding()))") "," \
-	"        " TOMBSTONE_DIGEST("ru.payload_hash") "," \
-	"        CASE ru.state WHEN 'completed' THEN 'c' ELSE 'f' END::pg_catalog.\"char\"," \
-	"        ru.updated_at, pg_catalog.now(), ru.bucket" \
-	"   FROM ru WHERE $2 OPERATOR(pg_catalog.>) 0" \
-	" ON CONFLICT (key_digest, bucket) DO NOTHING RETURNING 1" \
-	")"
+#define TOMBSTONE_INSERT_CTE TOMBSTONE_INSERT("", "", "key_digest")
+#define TOMBSTONE_INSERT_DIST_CTE TOMBSTONE_INSERT(", bucket", ", ru.bucket", "key_digest, bucket")
 
 /* The first 8 bytes of digest D as a bigint (big-endian, as DigestInt64). */
 #define TOMBSTONE_DIGEST(D) \
