@@ -44,7 +44,11 @@
  * An enqueue left open across a policy change is refused at its commit;
  * one that committed before the change is as if it ran just before it.
  * On Citus (docs/citus.md) the read keeps 1.2's ROW SHARE lock held to the
- * end of the transaction instead (no statements in its commit protocol).
+ * end of the transaction instead (no statements in its commit protocol);
+ * set_effect_policy then never queues for its EXCLUSIVE lock, so no
+ * enqueue waits behind it: it tries without waiting every 10 ms, and after
+ * lock_timeout (IDEMGATE_POLICY_LOCK_WAIT_MS when lock_timeout is 0) fails
+ * with 55P03, naming how many transactions that enqueued are still open.
  * Weak table locks take PostgreSQL's fast path; while no policy was ever
  * set only a size look-up is paid (PoliciesMayExist).
  * test/specs/effect_policy_race.spec and effect_policy_snapshots.spec show
@@ -68,6 +72,8 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -302,6 +308,42 @@ RememberPolicies(Datum types, const char *signature)
 	p->next = policies_read;
 	policies_read = p;
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * LockPoliciesWithoutQueueing takes EXCLUSIVE on the policy table (Citus:
+ * see the design note) without ever waiting in its lock queue, where every
+ * later enqueue would wait behind it.
+ */
+static void
+LockPoliciesWithoutQueueing(Oid relid)
+{
+	int			bound_ms = LockTimeout > 0 ? LockTimeout : IDEMGATE_POLICY_LOCK_WAIT_MS;
+	TimestampTz start = GetCurrentTimestamp();
+	LOCKTAG		tag;
+	int			holders = 0;
+
+	while (!ConditionalLockRelationOid(relid, ExclusiveLock))
+	{
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), bound_ms))
+		{
+			VirtualTransactionId *v;
+
+			SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+			v = GetLockConflicts(&tag, ExclusiveLock, NULL);
+			while (VirtualTransactionIdIsValid(v[holders]))
+				holders++;
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("could not change the effect policy: %d transaction(s) that enqueued effects are still open",
+							holders),
+					 errdetail("On Citus a policy change waits for every open transaction that read a policy, at most lock_timeout (%d ms here), and never makes other enqueues wait behind it.",
+							   bound_ms),
+					 errhint("Find them with SELECT pid, state, xact_start FROM pg_stat_activity WHERE pid IN (SELECT pid FROM pg_locks WHERE relation = 'idemgate.effect_type_policies'::regclass); end or terminate them, then try again.")));
+		}
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(IDEMGATE_POLICY_LOCK_STEP_MS * 1000L);
+	}
 }
 
 /* ReadEffectPolicies reads the policies of a call's types; see effect_policies.h. */
@@ -543,7 +585,10 @@ idemgate_set_effect_policy(PG_FUNCTION_ARGS)
 	if (!OidIsValid(relid))
 		elog(ERROR, "idemgate.effect_type_policies does not exist");
 	/* Waits for calls that read the old policy; see the design note. */
-	LockRelationOid(relid, ExclusiveLock);
+	if (IdemgateIsDistributed())
+		LockPoliciesWithoutQueueing(relid);
+	else
+		LockRelationOid(relid, ExclusiveLock);
 	values[0] = PointerGetDatum(effect_type);
 	values[1] = BoolGetDatum(requires_approval);
 	values[2] = BoolGetDatum(requires_requester);

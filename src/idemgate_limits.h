@@ -53,6 +53,21 @@
 #define IDEMGATE_MAX_REQUEST_TIMEOUT_USECS	((int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * USECS_PER_SEC)
 /* Endpoints with a rate_limit or max_in_flight tracked at once (distinct types). */
 #define IDEMGATE_RATE_LIMIT_ENTRIES		128
+/*
+ * Slack added to each rate_limit second when starts are spaced: a request
+ * reaches the provider a variable time after its start is granted (the
+ * dispatcher's loop, libcurl, a new connection), and two starts 1/rate
+ * apart can arrive closer. Spacing them (1 s + this) / rate keeps any
+ * one-second window at the provider within the rate while that variation
+ * stays under this (deliveries run 2% under the rate).
+ */
+#define IDEMGATE_RATE_ARRIVAL_SLACK_USECS	20000
+/*
+ * On Citus, how long set_effect_policy tries for its lock when lock_timeout
+ * is 0, and how often (src/effect_policies.c).
+ */
+#define IDEMGATE_POLICY_LOCK_WAIT_MS	5000
+#define IDEMGATE_POLICY_LOCK_STEP_MS	10
 /* Highest rate_limit accepted (requests per second). */
 #define IDEMGATE_MAX_RATE_LIMIT			1000000.0
 /* Longest Retry-After a provider may ask for (parsing saturates here). */

@@ -11,11 +11,14 @@
  * earliest time the next request may start and the requests in flight per
  * dispatcher slot, all under one spinlock (held for a few comparisons).
  *
- * Rate: starts are spaced at least 1/rate apart (next_start = max(now,
- * next_start) + 1/rate at every start, no burst credit), so any half-open
- * one-second window holds at most ceil(rate) starts — "never more than the
- * rate over any one-second window". A dispatcher that is late (its loop
- * wakes every few milliseconds) only delivers a little under the rate.
+ * Rate: starts are spaced at least (1 s + slack)/rate apart (next_start =
+ * max(now, next_start) + that at every start, no burst credit), so any
+ * half-open one-second window holds at most ceil(rate) starts, and at the
+ * provider too while arrival times vary by less than the slack
+ * (IDEMGATE_RATE_ARRIVAL_SLACK_USECS: two dispatchers' starts 1/rate apart
+ * once reached a sink 51 to a 0.9993 s window at 50/s) — "never more than
+ * the rate over any one-second window". A dispatcher that is late (its
+ * loop wakes every few milliseconds) only delivers a little under the rate.
  *
  * In flight: a request counts from the moment it is handed to libcurl
  * until its outcome is collected; a start is refused while the sum over
@@ -233,7 +236,8 @@ RateLimitTryStart(const char *effect_type, double rate, int max_in_flight, int64
 	if (ok)
 	{
 		if (rate > 0)
-			e->next_start = Max(now, e->next_start) + (int64) ceil(USECS_PER_SEC / rate);
+			e->next_start = Max(now, e->next_start) +
+				(int64) ceil((USECS_PER_SEC + IDEMGATE_RATE_ARRIVAL_SLACK_USECS) / rate);
 		e->in_flight[rate_slot]++;
 	}
 	SpinLockRelease(&r->lock);

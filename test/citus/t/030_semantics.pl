@@ -5,7 +5,10 @@
 #    outbox rows; an endpoint answering 503 ends in a dead letter after
 #    max_attempts and reinject delivers it; a timeout after the request was
 #    sent leaves the effect 'unknown' until resolve_effect; a paused type is
-#    held until resumed; an effect cancelled before delivery is never sent.
+#    held until resumed; an effect cancelled before delivery is never sent;
+#    no convoy: with a transaction that enqueued left open, set_effect_policy
+#    fails with 55P03 after lock_timeout instead of queueing, and another
+#    client's enqueue meanwhile takes its locks at once (lock_timeout 200ms).
 use strict;
 use warnings;
 
@@ -17,7 +20,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(time usleep);
 
 my $cl = citus_cluster('sem', distribute => 1);
 my $coord = $cl->{coord};
@@ -166,6 +169,43 @@ ok(poll_app($coord, "SELECT count(*) = 20 FROM idemgate.outbox WHERE effect_type
 is(sent($cancelled), 0, 'the cancelled effect was never sent');
 isnt(query($coord, "SELECT state FROM idemgate.outbox WHERE effect_id = '$cancelled'"),
 	'completed', 'the cancelled effect is not completed');
+
+# --- no convoy behind an idle transaction ----------------------------------
+# The idle client: it enqueued (holding ROW SHARE on the policy table) and
+# left its transaction open.
+query($coord, "SELECT outcome FROM idemgate.claim('idle-1', '{}')");
+my ($idle_owner, $idle_version) = run_of('idle-1');
+my $idle = $coord->background_psql('app');
+$idle->query_safe('BEGIN');
+$idle->query_safe("SELECT effect_ids[1] FROM idemgate.enqueue_effect('idle-1', '$idle_owner', $idle_version,"
+	  . " jsonb_build_object('type', 'nc_refund', 'target', 't', 'payload', '{}'::jsonb))");
+# The operator's policy change, in the background: it may wait 3 s.
+my ($pout, $perr) = ('', '');
+my $policy = IPC::Run::start(
+	[
+		'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose', '-d', $coord->connstr('app'),
+		'-c', "SET lock_timeout = '3s'",
+		'-c', "SELECT idemgate.set_effect_policy('nc_refund', requires_approval => true, actor => 'ops')"
+	],
+	'>', \$pout, '2>', \$perr, IPC::Run::timeout(60));
+usleep(500_000);	# the policy change is trying
+query($coord, "SELECT outcome FROM idemgate.claim('busy-1', '{}')");
+my ($busy_owner, $busy_version) = run_of('busy-1');
+my ($brc, $bout, $berr) = $coord->psql('app',
+	"SET lock_timeout = '200ms'; SELECT cardinality(effect_ids) FROM idemgate.enqueue_effect('busy-1', '$busy_owner', $busy_version,"
+	  . " jsonb_build_object('type', 'nc_refund', 'target', 't', 'payload', '{}'::jsonb))");
+is($bout, '1', 'another enqueue goes through while the policy change tries (no lock wait over 200 ms)')
+  or diag($berr);
+$policy->finish;
+like($perr, qr/55P03.*could not change the effect policy: 1 transaction/s,
+	'the policy change fails with 55P03 after lock_timeout, naming the one open transaction');
+$idle->query_safe('COMMIT');
+$idle->quit;
+is(query($coord, "SELECT count(*) FROM idemgate.effect_type_policies WHERE effect_type = 'nc_refund'"),
+	'0', 'no policy was written');
+query($coord, "SELECT idemgate.set_effect_policy('nc_refund', requires_approval => true, actor => 'ops')");
+is(query($coord, "SELECT requires_approval FROM idemgate.effect_type_policies WHERE effect_type = 'nc_refund'"),
+	't', 'with the idle transaction ended the policy change goes through');
 
 stop_sink($sink);
 $_->stop for reverse @{ $cl->{nodes} };
