@@ -69,6 +69,20 @@ test('claim: claimed and recovered go to "Do the work", duplicate to "Already ha
 	});
 });
 
+test('claim: the Origin field reaches the claim request; the node description has it on Run → Claim only', async () => {
+	await withBackend((req) => [{ outcome: 'claimed', idempotency_key: req.key, state: 'processing', lease_owner: OWNER, version: 1, result: null }], async (sent) => {
+		await new Idemgate().execute.call(fakeContext(null, [{ resource: 'run', operation: 'claim', key: 'o1', payload: {}, origin: 'schedule:nightly' }]));
+		assert.equal(sent[0].request.origin, 'schedule:nightly');
+		assert.equal(JSON.parse(sent[0].text).origin, 'schedule:nightly');
+	});
+	const prop = new Idemgate().description.properties.filter((p) => p.name === 'origin');
+	assert.equal(prop.length, 1);
+	assert.equal(prop[0].displayName, 'Origin');
+	assert.equal(prop[0].type, 'string');
+	assert.equal(prop[0].default, '');
+	assert.deepEqual(prop[0].displayOptions, { show: { resource: ['run'], operation: ['claim'] } });
+});
+
 test('a non-claim operation has one output; scalar results keep the key or effect id', async () => {
 	await withBackend(() => [{ version: 4 }], async () => {
 		const out = await new Idemgate().execute.call(fakeContext(null, [{ resource: 'run', operation: 'complete', key: 'k', owner: OWNER, version: 3, result: '{}' }]));

@@ -28,6 +28,20 @@ test('run claim: an owner from the options is passed', () => {
 	assert.equal(c.request.owner, OWNER);
 });
 
+test('run claim: the origin is passed as the claim\'s origin; empty or blank is left out (origin NULL)', () => {
+	const c = buildCall('run', 'claim', params({ key: 'k', payload: {}, workflowName: 'intake', origin: 'webhook:shop', options: {} }));
+	assert.equal(c.sql, 'SELECT * FROM idemgate.claim($1::jsonb)');
+	assert.deepEqual(c.request, { key: 'k', payload: {}, workflow: 'intake', origin: 'webhook:shop' });
+	assert.ok(!('origin' in buildCall('run', 'claim', params({ key: 'k', payload: {}, origin: '' })).request));
+	assert.ok(!('origin' in buildCall('run', 'claim', params({ key: 'k', payload: {}, origin: '  ' })).request));
+	assert.throws(() => buildCall('run', 'claim', params({ key: 'k', payload: {}, origin: { a: 1 } })), (e) => e.parameter === 'origin');
+});
+
+test('origin belongs to claim only: other operations never send it', () => {
+	const r = buildCall('run', 'complete', params({ key: 'k', owner: OWNER, version: 1, origin: 'webhook:shop' })).request;
+	assert.ok(!('origin' in r));
+});
+
 test('run claim: an empty key is left out (idemgate answers 22004 naming it); bad JSON payload is a parameter error', () => {
 	assert.deepEqual(buildCall('run', 'claim', params({ key: '', payload: {} })).request, { payload: {} });
 	assert.throws(() => buildCall('run', 'claim', params({ key: 'k', payload: '{nope' })),

@@ -4,9 +4,10 @@
 # loopback. As root, after `make install` (scripts/test.sh runs it as its
 # own suite).
 #
-# What it does: builds the package as a user would publish it (npm ci,
-# npm run build, npm test, npm run lint, npm pack, in a scratch copy of
-# n8n/); installs the tarball into n8n's ~/.n8n/nodes; uses the n8n release
+# What it does: builds the package as n8n/README.md says (npm ci, npm run
+# pack, in a clean copy of n8n/: test/n8n-nodes/pack.sh, which also checks
+# the tarball), runs its unit tests and lint; installs the tarball into
+# n8n's ~/.n8n/nodes with a plain `npm install <tarball>`; uses the n8n release
 # test/n8n/run.sh caches (installing it the same way if it is missing);
 # starts a throwaway PostgreSQL with idemgate on a free loopback port, the
 # loopback sink (test/sink) as notifier, provider and chat, and n8n on
@@ -75,37 +76,27 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# The package, built from a clean copy of n8n/ as CI would: npm ci, build,
-# unit tests, n8n's community-node lint, pack.
-mkdir -p "$T/pkg"
-(cd "$root/n8n" && tar --exclude=./node_modules --exclude=./dist --exclude='./*.tgz' -cf - .) | (cd "$T/pkg" && tar -xf -) ||
-  fail_now "could not copy n8n/"
+# The package, built as n8n/README.md says from a clean copy of n8n/
+# (test/n8n-nodes/pack.sh: npm ci, npm run pack, the tarball's contents and
+# peer dependency), then its unit tests and n8n's community-node lint there.
+bash "$root/test/n8n-nodes/pack.sh" "$T/pack" >"$T/pack.log" 2>&1
+sed -n '/^\(not \)\?ok - /p; /^#/p' "$T/pack.log"
+passed=$((passed + $(grep -c '^ok - ' "$T/pack.log")))
+failed=$((failed + $(grep -c '^not ok - ' "$T/pack.log")))
+tgz=$(ls "$T"/pack/n8n-nodes-idemgate-*.tgz 2>/dev/null | head -1)
+[ -n "$tgz" ] || fail_now "package: test/n8n-nodes/pack.sh made no tarball"
 step() {	# step NAME COMMAND... → runs in the package copy, fails the suite with the log's tail
   local name=$1; shift
-  if (cd "$T/pkg" && "$@") >"$T/pkg-$name.log" 2>&1; then
+  if (cd "$T/pack/pkg" && "$@") >"$T/pkg-$name.log" 2>&1; then
     ok "package: $name"
   else
     echo "# $name:"; tail -25 "$T/pkg-$name.log" | sed 's/^/#   /'
     fail_now "package: $name failed"
   fi
 }
-step "npm ci" npm ci --no-audit --no-fund --loglevel=error
-step "npm run build" npm run build
 step "unit tests (node --test)" npm test
 step "lint (eslint-plugin-n8n-nodes-base)" npm run lint
-step "npm pack" npm pack --pack-destination "$T" --loglevel=error
 echo "# package built after $(( $(date +%s) - started )) s"
-tgz=$(ls "$T"/n8n-nodes-idemgate-*.tgz 2>/dev/null | head -1)
-[ -n "$tgz" ] || fail_now "npm pack made no tarball"
-tar -tzf "$tgz" >"$T/tgz.list"
-if grep -qx 'package/dist/nodes/Idemgate/Idemgate.node.js' "$T/tgz.list" &&
-   grep -qx 'package/dist/nodes/IdemgateTrigger/IdemgateTrigger.node.js' "$T/tgz.list" &&
-   grep -qx 'package/dist/nodes/Idemgate/idemgate.svg' "$T/tgz.list" &&
-   ! grep -q 'node_modules/' "$T/tgz.list"; then
-  ok "package: the tarball holds the built nodes and icons, no node_modules ($(wc -l <"$T/tgz.list") files)"
-else
-  failed=$((failed + 1)); echo "not ok - package: the tarball's contents"; sed 's/^/#   /' "$T/tgz.list"
-fi
 
 # PostgreSQL with idemgate (no preload: effects of type n8n_http are pulled
 # by the effect worker's trigger; alerts are published by the test). The
@@ -149,7 +140,8 @@ for _ in $(seq 50); do [ -f "$T/sink.port" ] && break; sleep 0.1; done
 sink="http://127.0.0.1:$(cat "$T/sink.port")"
 
 # n8n in a temp user folder, sqlite, loopback only; the package installed
-# into its community-nodes folder (~/.n8n/nodes) the way n8n itself does.
+# into its community-nodes folder (~/.n8n/nodes) as n8n's manual-install
+# docs and n8n/README.md say: a plain `npm install <tarball>` there.
 n8nport=$(free_port)
 brokerport=$(free_port)	# the task runners' broker (default 5679) must not collide either
 export N8N_USER_FOLDER=$T/n8n DB_TYPE=sqlite N8N_ENCRYPTION_KEY=$secret \
@@ -166,11 +158,12 @@ export N8N_USER_FOLDER=$T/n8n DB_TYPE=sqlite N8N_ENCRYPTION_KEY=$secret \
 nodes_dir=$N8N_USER_FOLDER/.n8n/nodes
 mkdir -p "$nodes_dir"
 printf '{"name":"installed-nodes","private":true}\n' >"$nodes_dir/package.json"
-# --legacy-peer-deps: n8n-workflow is n8n's own (a peer dependency), never a second copy.
-if (cd "$nodes_dir" && npm install --no-audit --no-fund --loglevel=error --legacy-peer-deps "$tgz") >"$T/nodes-install.log" 2>&1 &&
+# No flags: the peer dependency n8n-workflow is optional, so npm installs no
+# second copy (n8n's own is used) and never fetches the newest one.
+if (cd "$nodes_dir" && npm install "$tgz") >"$T/nodes-install.log" 2>&1 &&
    [ -f "$nodes_dir/node_modules/n8n-nodes-idemgate/dist/nodes/Idemgate/Idemgate.node.js" ] &&
    [ -d "$nodes_dir/node_modules/pg" ] && [ ! -e "$nodes_dir/node_modules/n8n-workflow" ]; then
-  ok "package: the tarball installs into ~/.n8n/nodes with its dependency pg ($(ls "$nodes_dir/node_modules" | wc -l) packages)"
+  ok "package: a plain npm install of the tarball in ~/.n8n/nodes installs it with pg and no n8n-workflow ($(ls "$nodes_dir/node_modules" | wc -l) packages)"
 else
   tail -20 "$T/nodes-install.log" | sed 's/^/#   /'
   fail_now "package: npm install of the tarball into ~/.n8n/nodes failed"

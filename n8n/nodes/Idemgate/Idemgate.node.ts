@@ -192,6 +192,16 @@ const properties: INodeProperties[] = [
 		description: 'How long this execution owns the run before another delivery may take it over (an interval)',
 		displayOptions: show('run', 'claim'),
 	},
+	{
+		displayName: 'Origin',
+		name: 'origin',
+		type: 'string',
+		default: '',
+		placeholder: 'webhook:shop',
+		description:
+			'Where this delivery came from (webhook:shop, schedule:nightly, error-trigger, manual:rerun); kept on the run and in its duplicate and takeover events. Empty: none.',
+		displayOptions: show('run', 'claim'),
+	},
 
 	// run: complete, fail, renewLease; approval: request; effect: enqueue
 	...owned('run', 'complete', 'fail', 'renewLease'),

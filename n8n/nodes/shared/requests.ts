@@ -181,6 +181,7 @@ export function buildCall(resource: string, operation: string, get: Get): Call {
 					workflow: text(get, 'workflowName'),
 					lease: text(get, 'lease'),
 					owner: text(opt, 'owner'),
+					origin: text(get, 'origin'),
 				}),
 			};
 		case 'run.complete':
