@@ -500,6 +500,29 @@ idemgate_hash_token(PG_FUNCTION_ARGS)
 }
 
 /*
+ * RefuseRequestAsToken: n8n's `SELECT * FROM idemgate.peek_approval($1)`
+ * without ::jsonb resolves to the typed form (text wins over jsonb for an
+ * untyped parameter), which would look up the whole request as a token and
+ * return no row, as for an unknown token. No token begins with '{'. The
+ * message never shows the argument: it holds a token.
+ */
+static void
+RefuseRequestAsToken(text *token)
+{
+	const char *p = VARDATA_ANY(token);
+	const char *end = p + VARSIZE_ANY_EXHDR(token);
+
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	if (p < end && *p == '{')
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("peek_approval was given a JSON request as its token"),
+				 errdetail("Without a cast PostgreSQL picks peek_approval(token text) for an untyped parameter."),
+				 errhint("Cast the parameter: SELECT * FROM idemgate.peek_approval($1::jsonb).")));
+}
+
+/*
  * idemgate_peek_approval implements peek_approval(token): what the GET
  * confirmation page shows. Read-only; zero rows for an unknown (or
  * garbage) token. status is consumed, expired (past expires_at, or its run
@@ -513,6 +536,7 @@ idemgate_peek_approval(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo;
 
 	RequireArg(fcinfo, 0, "token");
+	RefuseRequestAsToken(PG_GETARG_TEXT_PP(0));
 	values[0] = PointerGetDatum(TokenHash(PG_GETARG_TEXT_PP(0)));
 	nulls[1] = TokenBucketParam(PG_GETARG_TEXT_PP(0), DatumGetByteaPP(values[0]), &values[1]);
 

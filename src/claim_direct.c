@@ -58,7 +58,9 @@
  *   - one unique index, the primary key on the first known column (a plain
  *     immediate btree), and no other constraint: ON CONFLICT uses every
  *     unique index on idempotency_key as arbiter, and a CHECK, foreign key,
- *     exclusion or deferrable constraint would be checked by the executor.
+ *     exclusion or deferrable constraint would be checked by the executor
+ *     (NOT NULL constraints, which 18 keeps in pg_constraint, are the
+ *     columns' attnotnull, checked above).
  *     Other indexes, the extension's or a user's, do not count: the direct
  *     paths fill them with ExecInsertIndexTuples, the executor's own call,
  *     with the statement's arguments (predicates and expressions included);
@@ -116,6 +118,7 @@
 
 #include "claim_direct.h"
 #include "distributed.h"
+#include "pg_compat.h"
 #include "spi_util.h"
 #include "tombstones.h"
 
@@ -420,6 +423,9 @@ KeysDiffer(DirectTable *t, Relation rel)
 	{
 		Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tuple);
 
+		/* PostgreSQL 18 keeps NOT NULL as constraints too: attnotnull says them all. */
+		if (IsNotNullConstraint(con))
+			continue;
 		if (con->contype != CONSTRAINT_PRIMARY || con->conindid != t->pkey)
 			differs = psprintf("it has constraint \"%s\"", NameStr(con->conname));
 	}
@@ -502,7 +508,7 @@ TableDiffers(DirectTable *t, Relation rel)
 	if (found != t->nknown)
 		return pstrdup("a column is missing");
 	if (t->known[0].def == DEF_IDENTITY)
-		t->id_seq = getIdentitySequence(RelationGetRelid(rel), t->attnums[0], false);
+		t->id_seq = IdentitySequenceOf(rel, t->attnums[0]);
 	return KeysDiffer(t, rel);
 }
 
@@ -780,7 +786,7 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 	arbiter = list_make1_oid(runs_table.pkey);
 
 	/* 1: is the key held, or being inserted (then wait for the outcome)? */
-	no_conflict = ExecCheckIndexConstraints(ins.rri, ins.slot, ins.estate, &conflict_tid, arbiter);
+	no_conflict = CheckIndexConstraints(ins.rri, ins.slot, ins.estate, &conflict_tid, arbiter);
 	if (no_conflict && FindTombstone(run->key, &existing->tombstone))
 		path = CLAIM_TOMBSTONED;	/* purged: src/tombstones.c */
 	else if (no_conflict)
@@ -791,7 +797,7 @@ ClaimDirect(const NewRun *run, ExistingRun *existing)
 		bool		conflict = false;
 
 		table_tuple_insert_speculative(rel, ins.slot, ins.estate->es_output_cid, 0, NULL, token);
-		list_free(ExecInsertIndexTuples(ins.rri, ins.slot, ins.estate, false, true, &conflict,
+		list_free(InsertIndexTuples(ins.rri, ins.slot, ins.estate, false, true, &conflict,
 										arbiter));
 		table_tuple_complete_speculative(rel, ins.slot, token, !conflict);
 		SpeculativeInsertionLockRelease(xid);
@@ -911,7 +917,7 @@ RecordDuplicate(text *key, const char *actor, Datum workflow, bool workflow_null
 
 	BeginDirectInsert(&ins, rel, values, nulls, false);
 	table_tuple_insert(rel, ins.slot, ins.estate->es_output_cid, 0, NULL);
-	list_free(ExecInsertIndexTuples(ins.rri, ins.slot, ins.estate, false, false, NULL, NIL));
+	list_free(InsertIndexTuples(ins.rri, ins.slot, ins.estate, false, false, NULL, NIL));
 	EndDirectInsert(&ins);
 	table_close(rel, NoLock);
 	pfree(values);

@@ -129,6 +129,7 @@
 #include "killswitch.h"
 #include "outbox.h"
 #include "outbox_dispatch.h"
+#include "pg_compat.h"
 #include "rate_limit.h"
 #include "response.h"
 #include "send_barrier.h"
@@ -1155,7 +1156,7 @@ IdemgateDispatcherMain(Datum main_arg)
 	my_shared = &DispatcherShmem->slots[my_slot];
 	my_shared->pid = MyProcPid;
 	pg_write_barrier();
-	my_shared->procno = MyProc->pgprocno;
+	my_shared->procno = ProcNumberOf(MyProc);
 	pg_atomic_write_u64(&my_shared->started_at, (uint64) GetCurrentTimestamp());
 	DispatcherLeaseBegin(my_slot);
 	SendBarrierBegin(my_slot);

@@ -16,6 +16,7 @@
 #include "utils/timestamp.h"
 
 #include "dispatcher_shmem.h"
+#include "extension_notice.h"
 #include "distributed.h"
 #include "guc.h"
 #include "spi_util.h"
@@ -59,7 +60,17 @@ idemgate_dispatcher_status(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (DispatcherShmem == NULL)
+	{
+		static bool said = false;	/* once per session: alert views call this too */
+
+		if (!said)
+			ereport(NOTICE,
+					(errmsg(IDEMGATE_NOT_PRELOADED_MSG),
+					 errdetail(IDEMGATE_NOT_PRELOADED_DETAIL),
+					 errhint(IDEMGATE_NOT_PRELOADED_HINT)));
+		said = true;
 		return (Datum) 0;
+	}
 	if (rsinfo->setDesc->natts > 11 && IdemgateIsDistributed())
 		node = LocalNodeName();
 	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)

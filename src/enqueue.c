@@ -60,6 +60,7 @@
 #include "outbox.h"
 #include "runs.h"
 #include "spi_util.h"
+#include "undeclared_types.h"
 #include "sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_enqueue_effect);
@@ -176,6 +177,7 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	ReadEffectPolicies(parsed, n, &policies);
 	RefuseTypesRequiringApproval(&policies);
+	NoticeUndeclaredTypes(parsed, n);
 	/* A review needs the result column that carries its token. */
 	if (rsinfo->setDesc->natts >= ENQUEUE_COLUMNS)
 		review = DrawReview(&policies, &sample);

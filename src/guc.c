@@ -121,21 +121,26 @@ void
 DefineIdemgateSettings(void)
 {
 	/*
-	 * Settings read only at server start exist only when the library is
-	 * preloaded: PostgreSQL refuses to create them in a running backend,
-	 * and without the preload there is no dispatcher for them to configure.
+	 * Settings read only at server start. Without the preload there is no
+	 * dispatcher for them to configure and PostgreSQL refuses to create a
+	 * PGC_POSTMASTER setting in a running backend, so they are defined as
+	 * SIGHUP ones there: inert, but a postgresql.conf that names them is not
+	 * answered in every session with "invalid configuration parameter name
+	 * ... removing it", which reads as a misspelled setting (CREATE
+	 * EXTENSION and dispatcher_status() say what is really missing).
 	 */
-	if (process_shared_preload_libraries_in_progress)
 	{
+		GucContext	at_start = process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP;
+
 		DefineCustomStringVariable("idemgate.database",
 								   "Database in which the dispatcher delivers effects.",
 								   NULL, &IdemgateDatabase, "postgres",
-								   PGC_POSTMASTER, GUC_SUPERUSER_ONLY,
+								   at_start, GUC_SUPERUSER_ONLY,
 								   CheckDatabaseName, NULL, NULL);
 		DefineCustomIntVariable("idemgate.dispatchers",
 								"Number of dispatcher background workers.",
 								NULL, &IdemgateDispatchers, 1, 0, IDEMGATE_MAX_DISPATCHERS,
-								PGC_POSTMASTER, 0, NULL, NULL, NULL);
+								at_start, 0, NULL, NULL, NULL);
 	}
 	DefineCustomIntVariable("idemgate.batch_size",
 							"Effects a dispatcher claims per round.",

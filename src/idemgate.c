@@ -42,4 +42,6 @@ _PG_init(void)
 		InstallShardAutocommit();
 		InstallTokenLogRedaction();
 	}
+	else
+		NoticeNotPreloaded();
 }

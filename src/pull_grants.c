@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -29,8 +30,10 @@
 
 #include "args.h"
 #include "events.h"
+#include "pg_compat.h"
 #include "pull_grants.h"
 #include "spi_util.h"
+#include "undeclared_types.h"
 
 PG_FUNCTION_INFO_V1(idemgate_grant_effect_type);
 PG_FUNCTION_INFO_V1(idemgate_revoke_effect_type);
@@ -73,7 +76,7 @@ CallerIsOperator(Oid role)
 		return true;
 	fn = DatumGetObjectId(DirectFunctionCall1(to_regprocedure,
 											  CStringGetTextDatum(OPERATOR_PROBE)));
-	return OidIsValid(fn) && pg_proc_aclcheck(fn, role, ACL_EXECUTE) == ACLCHECK_OK;
+	return OidIsValid(fn) && FunctionAclCheck(fn, role, ACL_EXECUTE) == ACLCHECK_OK;
 }
 
 /* PullRuleInstalled tells whether the 1.1 schema (the grants table) is there. */
@@ -178,6 +181,7 @@ idemgate_grant_effect_type(PG_FUNCTION_ARGS)
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = PointerGetDatum(effect_type);
 	values[2] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
+	NoticeNewGrantType(effect_type);
 	if (ExecSaved(&grant_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record effect type grant");
 	if (SPI_processed > 0)

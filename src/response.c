@@ -12,6 +12,7 @@
 #include "mb/pg_wchar.h"
 
 #include "http.h"
+#include "pg_compat.h"
 #include "response.h"
 #include "idemgate_limits.h"
 
@@ -24,17 +25,18 @@ typedef struct ProviderIdParse
 } ProviderIdParse;
 
 /* ProviderIdField notes when a top-level field has the wanted name. */
-static void
+static JSON_ACTION_RESULT
 ProviderIdField(void *state, char *fname, bool isnull)
 {
 	ProviderIdParse *p = (ProviderIdParse *) state;
 
 	p->in_field = (p->lex->lex_level == 1 && p->value == NULL &&
 				   fname != NULL && strcmp(fname, p->field) == 0);
+	JSON_ACTION_DONE;
 }
 
 /* ProviderIdScalar keeps the wanted field's value when it is a string or number. */
-static void
+static JSON_ACTION_RESULT
 ProviderIdScalar(void *state, char *token, JsonTokenType tokentype)
 {
 	ProviderIdParse *p = (ProviderIdParse *) state;
@@ -43,13 +45,15 @@ ProviderIdScalar(void *state, char *token, JsonTokenType tokentype)
 		(tokentype == JSON_TOKEN_STRING || tokentype == JSON_TOKEN_NUMBER))
 		p->value = token;
 	p->in_field = false;
+	JSON_ACTION_DONE;
 }
 
 /* ProviderIdArray forgets the field when its value is not a scalar. */
-static void
+static JSON_ACTION_RESULT
 ProviderIdNonScalar(void *state)
 {
 	((ProviderIdParse *) state)->in_field = false;
+	JSON_ACTION_DONE;
 }
 
 /*
@@ -105,8 +109,8 @@ ProviderIdFrom(const char *body, size_t len, const char *field)
 		return NULL;
 	memset(&p, 0, sizeof(p));
 	memset(&sem, 0, sizeof(sem));
-	p.lex = makeJsonLexContextCstringLen(unconstify(char *, body), (int) len,
-										 GetDatabaseEncoding(), true);
+	p.lex = MakeJsonLexer(unconstify(char *, body), (int) len,
+								  GetDatabaseEncoding(), true);
 	p.field = field;
 	sem.semstate = &p;
 	sem.object_field_start = ProviderIdField;

@@ -41,6 +41,7 @@
 #include "utils/guc.h"
 #include "utils/portal.h"
 
+#include "pg_compat.h"
 #include "shard_autocommit.h"
 
 /*
@@ -56,8 +57,7 @@ static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 static void
-CountingExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
-					bool execute_once)
+CountingExecutorRun(EXECUTOR_RUN_PARAMS)
 {
 	PlannedStmt *saved = outermost;
 
@@ -67,9 +67,9 @@ CountingExecutorRun(QueryDesc *queryDesc, ScanDirection direction, uint64 count,
 	PG_TRY();
 	{
 		if (prev_ExecutorRun)
-			prev_ExecutorRun(queryDesc, direction, count, execute_once);
+			prev_ExecutorRun(EXECUTOR_RUN_ARGS);
 		else
-			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+			standard_ExecutorRun(EXECUTOR_RUN_ARGS);
 	}
 	PG_FINALLY();
 	{

@@ -50,6 +50,7 @@
 #include "distributed.h"
 #include "events.h"
 #include "idemgate_limits.h"
+#include "pg_compat.h"
 #include "spi_util.h"
 #include "tombstones.h"
 
@@ -196,7 +197,7 @@ FindTombstoneHere(Oid relid, text *key, Tombstone *t)
 		return false;
 	/* Until purge kept a first tombstone a claim pays only this. */
 	if (RelationGetNumberOfBlocks(rel) == 0 ||
-		!OidIsValid(pkey = RelationGetPrimaryKeyIndex(rel)))
+		!OidIsValid(pkey = PrimaryKeyIndexOf(rel)))
 	{
 		relation_close(rel, AccessShareLock);
 		return false;
@@ -206,7 +207,7 @@ FindTombstoneHere(Oid relid, text *key, Tombstone *t)
 	idx = index_open(pkey, AccessShareLock);
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(DigestInt64(digest)));
-	scan = index_beginscan(rel, idx, snapshot, 1, 0);
+	scan = BeginIndexScan(rel, idx, snapshot, 1, 0);
 	index_rescan(scan, &skey, 1, NULL, 0);
 	slot = table_slot_create(rel, NULL);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))

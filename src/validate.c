@@ -52,6 +52,7 @@
 
 #include "args.h"
 #include "doc_limits.h"
+#include "pg_compat.h"
 #include "validate.h"
 
 /* How deeply schemas (properties / items) may nest. */
@@ -376,8 +377,7 @@ JsonValuesEqual(const JsonbValue *a, const JsonbValue *b)
  */
 
 /* SchemaKeywordError raises 22023 for a malformed keyword value. */
-static void
-pg_attribute_noreturn()
+pg_noreturn static void
 SchemaKeywordError(const char *keyword, StringInfo path, const char *detail)
 {
 	ereport(ERROR,
