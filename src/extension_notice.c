@@ -46,6 +46,9 @@ RefuseSchemaClause(CreateExtensionStmt *stmt)
 {
 	ListCell   *lc;
 
+	/* IF NOT EXISTS on an installed extension does nothing: let it. */
+	if (stmt->if_not_exists && OidIsValid(get_extension_oid(stmt->extname, true)))
+		return;
 	foreach(lc, stmt->options)
 	{
 		DefElem    *d = lfirst_node(DefElem, lc);

@@ -10,8 +10,26 @@ use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('nopreload');
 $node->init;
+# A newcomer's postgresql.conf: the dispatcher's settings, but the preload
+# forgotten.
+$node->append_conf('postgresql.conf', "idemgate.database = 'postgres'\nidemgate.dispatchers = 2\n");
 $node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION idemgate');
+my ($cret, $cout, $cerr) = $node->psql('postgres', 'CREATE EXTENSION idemgate');
+is($cret, 0, 'CREATE EXTENSION works without the preload');
+like($cerr, qr/NOTICE:  idemgate is not in shared_preload_libraries: no dispatcher runs on this server/,
+	'and says in one NOTICE that no dispatcher runs');
+is(scalar(() = $cerr =~ /NOTICE/g), 1, 'one NOTICE only');
+# Before 1.3 every session that used idemgate warned "invalid configuration
+# parameter name "idemgate.database", removing it", which reads as a typo.
+my ($sret, $sout, $serr) = $node->psql('postgres',
+	"SELECT count(*) FROM idemgate.runs; SHOW idemgate.database");
+is($sout, "0\npostgres", 'a session reads the settings');
+unlike($serr, qr/invalid configuration parameter|WARNING/, 'with no warning about them');
+my ($dret, $dout, $derr) = $node->psql('postgres',
+	'SELECT count(*) FROM idemgate.dispatcher_status()');
+is($dout, '0', 'dispatcher_status() lists no dispatcher');
+like($derr, qr/NOTICE:  idemgate is not in shared_preload_libraries.*HINT:  Add idemgate to shared_preload_libraries/s,
+	'and says why, with the fix');
 
 is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'), '', 'library not preloaded');
 
