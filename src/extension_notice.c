@@ -24,6 +24,7 @@
 
 #include "access/xact.h"
 #include "commands/dbcommands.h"
+#include "commands/defrem.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
@@ -53,7 +54,9 @@ RefuseSchemaClause(CreateExtensionStmt *stmt)
 	{
 		DefElem    *d = lfirst_node(DefElem, lc);
 
-		if (strcmp(d->defname, "schema") == 0)
+		/* pg_dump writes the control file's schema: that one is fine. */
+		if (strcmp(d->defname, "schema") == 0 &&
+			strcmp(defGetString(d), "pg_catalog") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("idemgate takes no SCHEMA clause: it always creates its own schema \"idemgate\""),

@@ -55,6 +55,17 @@ static SavedStatement known_types_stmt = {
 	0, {}
 };
 
+/*
+ * DeclarationsInstalled: the tables that declare types exist (a schema
+ * older than 1.1, the library already newer, has no grants or policies).
+ */
+static bool
+DeclarationsInstalled(void)
+{
+	return OidIsValid(IdemgateRelid("effect_type_grants")) &&
+		OidIsValid(IdemgateRelid("effect_type_policies"));
+}
+
 /* KnownTypes: the declared types, comma-separated, or NULL when none. */
 static char *
 KnownTypes(void)
@@ -90,7 +101,7 @@ NoticeUndeclaredTypes(const ParsedEffect *parsed, int n)
 	uint64		undeclared;
 	char	  **names;
 
-	if (n == 0)
+	if (n == 0 || !DeclarationsInstalled())
 		return;
 	types = palloc(sizeof(Datum) * n);
 	for (int i = 0; i < n; i++)
@@ -128,6 +139,8 @@ NoticeNewGrantType(text *effect_type)
 	Datum		arg = PointerGetDatum(effect_type);
 	bool		isnull;
 
+	if (!DeclarationsInstalled())
+		return;
 	if (ExecSaved(&new_grant_type_stmt, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not look up effect type");
 	if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))

@@ -48,6 +48,8 @@ ROLLBACK;
 
 -- A SCHEMA clause.
 CREATE EXTENSION idemgate SCHEMA public;
+-- The control file's schema, as pg_dump writes it, is not refused.
+CREATE EXTENSION IF NOT EXISTS idemgate WITH SCHEMA pg_catalog;
 -- IF NOT EXISTS on the installed extension does nothing, as before.
 CREATE EXTENSION IF NOT EXISTS idemgate SCHEMA idemgate;
 
