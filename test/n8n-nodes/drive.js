@@ -91,6 +91,12 @@ async function intake(db) {
   const runs = await db.query(
     "SELECT count(*)::int AS n, count(*) FILTER (WHERE state = 'completed' AND result->>'answer' = 'Received ' || idempotency_key)::int AS done FROM idemgate.runs WHERE idempotency_key LIKE 'nodes-intake-%'");
   check(runs.rows[0].n === 50 && runs.rows[0].done === 50, 'intake: 50 runs, all completed with their result', runs.rows[0]);
+  const origins = await db.query(
+    `SELECT (SELECT count(*)::int FROM idemgate.runs WHERE idempotency_key LIKE 'nodes-intake-%' AND origin = 'webhook:intake') AS runs,
+            (SELECT count(*)::int FROM idemgate.events WHERE idempotency_key LIKE 'nodes-intake-%' AND kind = 'duplicate'
+                AND details->>'origin' = 'webhook:intake') AS duplicates`);
+  check(origins.rows[0].runs === 50 && origins.rows[0].duplicates > 0,
+    "intake: Claim's Origin field reached the claim (every run and its duplicate events carry origin webhook:intake)", origins.rows[0]);
   const again = await post('/webhook/idemgate-nodes/intake', { event_id: 'nodes-intake-7', amount: 42, note: 'ok, checked' });
   check(again.status === 200 && again.json && again.json.outcome === 'duplicate' && again.json.state === 'completed'
         && again.json.result && again.json.result.answer === 'Received nodes-intake-7',
