@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # test/citus/run.sh — idemgate on Citus (SPEC §16): TAP tests on one machine,
-# a coordinator and two workers (three PostgreSQL 15 clusters per test file,
+# a coordinator and two workers (three PostgreSQL clusters per test file,
 # test/citus/CitusCluster.pm). Run as root, after `make install` of idemgate.
+# The PostgreSQL is $IDEMGATE_PG_CONFIG's (default Debian's 15): Citus 13
+# on 15, Citus 14 on 16 and later (Citus 14 no longer supports 15).
 #
-# 1. Citus: used when /usr/lib/postgresql/15/lib/citus.so exists; otherwise
-#    built from the source tarball ($IDEMGATE_CITUS_TARBALL, else
-#    ../shared/citus/citus-13.*.tar.gz next to the repository) in
-#    /var/cache/idemgate-citus (the built tree is kept: a rerun is only
-#    `make install`). Neither available, or the build fails: one line
+# 1. Citus: used when citus.so is in that PostgreSQL's library directory;
+#    otherwise built from the source tarball ($IDEMGATE_CITUS_TARBALL, else
+#    ../shared/citus/citus-13.*.tar.gz or citus-14.*.tar.gz next to the
+#    repository) in /var/cache/idemgate-citus (15) or
+#    /var/cache/idemgate-citus/pg<major> (the built tree is kept: a rerun is
+#    only `make install`). Neither available, or the build fails: one line
 #    "citus: skipped — <reason>", then "0 passed, 0 failed", exit 0.
 # 2. prove test/citus/t as postgres in a scratch copy of test/, like
 #    `make tapcheck`; prints one "ok - ..." / "not ok - ..." line per TAP
@@ -18,9 +21,17 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 
-pgbin=/usr/lib/postgresql/15/bin
-pglib=/usr/lib/postgresql/15/lib
-cache=/var/cache/idemgate-citus
+pg_config=${IDEMGATE_PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+[ -x "$pg_config" ] || { echo "citus: skipped — no $pg_config"; echo "0 passed, 0 failed"; exit 0; }
+pgbin=$("$pg_config" --bindir)
+pglib=$("$pg_config" --pkglibdir)
+pgxs_src=$(dirname "$(dirname "$("$pg_config" --pgxs)")")	# .../pgxs/src
+major=$("$pg_config" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
+if [ "$major" = 15 ]; then
+	cache=/var/cache/idemgate-citus citus_series=13
+else
+	cache=/var/cache/idemgate-citus/pg$major citus_series=14
+fi
 
 skip() {
 	echo "citus: skipped — $1"
@@ -36,8 +47,8 @@ ensure_citus() {
 		# beside the repository, or in this machine's shared folder (a CI
 		# clone may live elsewhere)
 		# Citus 13 for PostgreSQL 15 (Citus 14 supports 16 to 18 only)
-		tarball=$(ls "$root"/../shared/citus/citus-13.*.tar.gz /work/shared/citus/citus-13.*.tar.gz \
-			2>/dev/null | sort | tail -1)
+		tarball=$(ls "$root"/../shared/citus/citus-$citus_series.*.tar.gz \
+			/work/shared/citus/citus-$citus_series.*.tar.gz 2>/dev/null | sort | tail -1)
 	fi
 	[ -n "$tarball" ] && [ -f "$tarball" ] || skip "no citus.so in $pglib and no source tarball (set IDEMGATE_CITUS_TARBALL)"
 	[ "$(id -u)" -eq 0 ] || skip "citus.so missing and not root: cannot build $tarball"
@@ -57,7 +68,7 @@ ensure_citus() {
 			rm -rf "$tree"
 			tar -xzf "$tarball" -C "$cache"
 			cd "$tree"
-			./configure PG_CONFIG="$pgbin/pg_config"
+			./configure PG_CONFIG="$pg_config"
 		fi
 		cd "$tree"
 		make -j2
@@ -78,7 +89,8 @@ rm -rf "$work/tree/test/tmp_check"
 chown -R postgres "$work"
 logs="$root/test-results"
 mkdir -p "$logs"
-log="$logs/citus-prove.log"
+suffix=$([ "$major" = 15 ] || echo "$major")
+log="$logs/citus$suffix-prove.log"
 
 limit=${IDEMGATE_CITUS_TIMEOUT:-1200}
 # IDEMGATE_CITUS_TESTS="001 010" runs only the files whose names start so.
@@ -91,9 +103,9 @@ fi
 # PostgreSQL::Test::Cluster's END block stops its nodes (immediate).
 runuser -u postgres -- env -C "$work/tree" \
 	TESTDIR="$work/tree" PATH="$pgbin:$PATH" PGPORT=65432 \
-	PG_REGRESS="$pglib/pgxs/src/test/regress/pg_regress" \
+	PG_REGRESS="$pgxs_src/test/regress/pg_regress" \
 	timeout -k 20 "$limit" /usr/bin/prove -v \
-	-I "$pglib/pgxs/src/test/perl/" -I test/citus -I test/t \
+	-I "$pgxs_src/test/perl/" -I test/citus -I test/t \
 	$tests >"$log" 2>&1
 rc=$?
 [ "$rc" -eq 124 ] && echo "citus: the suite ran longer than ${limit}s and was stopped" | tee -a "$log"
@@ -103,8 +115,8 @@ rc=$?
 for pidfile in $(find "$work" -name postmaster.pid 2>/dev/null); do
 	runuser -u postgres -- "$pgbin/pg_ctl" -D "$(dirname "$pidfile")" -m immediate -w stop >/dev/null 2>&1 || true
 done
-rm -rf "$logs/citus-server-logs"
-cp -r "$work/tree/tmp_check/log" "$logs/citus-server-logs" 2>/dev/null || true
+rm -rf "$logs/citus$suffix-server-logs"
+cp -r "$work/tree/tmp_check/log" "$logs/citus$suffix-server-logs" 2>/dev/null || true
 
 # One line per subtest: "ok - <file>: <name>" / "not ok - <file>: <name>".
 perl -ne '

@@ -3,7 +3,8 @@
 #    off for the cluster and for its database (docs/dispatcher.md: a claim
 #    must be durable before its request is sent; bench/soak saw a crash
 #    restart lose asynchronous claims and send those effects twice).
-#    Measured by WAL syncs (pg_stat_wal.wal_sync) with the WAL writer
+#    Measured by WAL syncs (pg_stat_wal.wal_sync on 15; on 18, which moved
+#    them, pg_stat_io's fsyncs of object wal) with the WAL writer
 #    slowed to one cycle per 10 s: 20 effects delivered one at a time
 #    make at least 20 syncs (one per claim at least), while 20 client
 #    transactions with synchronous_commit off make almost none.
@@ -41,7 +42,10 @@ sub wal_syncs
 {
 	sleep 2;    # the dispatcher reports its statistics when idle
 	$node->safe_psql('app', 'SELECT pg_stat_force_next_flush()');
-	return $node->safe_psql('app', 'SELECT wal_sync FROM pg_stat_wal');
+	return $node->safe_psql('app',
+		$node->safe_psql('app', 'SHOW server_version_num') >= 180000
+		? q{SELECT sum(fsyncs)::bigint FROM pg_stat_io WHERE object = 'wal'}
+		: 'SELECT wal_sync FROM pg_stat_wal');
 }
 
 my $s0 = wal_syncs();
