@@ -15,6 +15,7 @@
 #include "extension_notice.h"
 #include "guc.h"
 #include "payload_mismatches.h"
+#include "permission_hints.h"
 #include "rate_limit.h"
 #include "send_barrier.h"
 #include "shard_autocommit.h"
@@ -41,6 +42,7 @@ _PG_init(void)
 		InstallExtensionNotice();
 		InstallShardAutocommit();
 		InstallTokenLogRedaction();
+		InstallPermissionHints();
 	}
 	else
 		NoticeNotPreloaded();

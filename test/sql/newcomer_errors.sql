@@ -19,31 +19,31 @@ BEGIN;
 DELETE FROM idemgate.endpoints;
 DELETE FROM idemgate.effect_type_grants;
 DELETE FROM idemgate.effect_type_policies;
-SELECT idemgate.register_endpoint('email', 'https://mail.example/send');
-SELECT idemgate.set_effect_policy('refund', requires_approval => true, actor => 'newcomer');
+SELECT idemgate.register_endpoint('nc_email', 'https://mail.example/send');
+SELECT idemgate.set_effect_policy('nc_refund', requires_approval => true, actor => 'newcomer');
 CREATE ROLE newcomer_puller;
-SELECT idemgate.grant_effect_type('newcomer_puller', 'crm');
+SELECT idemgate.grant_effect_type('newcomer_puller', 'nc_crm');
 
 SELECT outcome FROM idemgate.claim('newcomer-1', '{}', '1 hour', NULL, '00000000-0000-4000-8000-0000000000e1');
--- "emial": a NOTICE naming the declared types; the effect is still enqueued.
+-- "nc_emial": a NOTICE naming the declared types; the effect is still enqueued.
 SELECT cardinality(effect_ids) AS effects
   FROM idemgate.enqueue_effect('newcomer-1', '00000000-0000-4000-8000-0000000000e1', 0,
-       '[{"type": "emial", "target": "a@example.com", "payload": {}},
-         {"type": "emial", "target": "b@example.com", "payload": {}},
-         {"type": "crm", "target": "acme", "payload": {}}]');
+       '[{"type": "nc_emial", "target": "a@example.com", "payload": {}},
+         {"type": "nc_emial", "target": "b@example.com", "payload": {}},
+         {"type": "nc_crm", "target": "acme", "payload": {}}]');
 SELECT effect_type, target FROM idemgate.outbox WHERE idempotency_key = 'newcomer-1' ORDER BY 2;
 -- Declared types: no NOTICE.
 SELECT outcome FROM idemgate.claim('newcomer-2', '{}', '1 hour', NULL, '00000000-0000-4000-8000-0000000000e2');
 SELECT cardinality(effect_ids) AS effects
   FROM idemgate.enqueue_effect('newcomer-2', '00000000-0000-4000-8000-0000000000e2', 0,
-       '[{"type": "email", "target": "a@example.com", "payload": {}},
-         {"type": "crm", "target": "acme", "payload": {}}]');
+       '[{"type": "nc_email", "target": "a@example.com", "payload": {}},
+         {"type": "nc_crm", "target": "acme", "payload": {}}]');
 
 -- grant_effect_type: a new name gets a NOTICE; one with pending effects
--- (emial, just enqueued) or an endpoint does not.
-SELECT idemgate.grant_effect_type('newcomer_puller', 'crn');
-SELECT idemgate.grant_effect_type('newcomer_puller', 'emial');
-SELECT idemgate.grant_effect_type('newcomer_puller', 'email');
+-- (nc_emial, just enqueued) or an endpoint does not.
+SELECT idemgate.grant_effect_type('newcomer_puller', 'nc_crn');
+SELECT idemgate.grant_effect_type('newcomer_puller', 'nc_emial');
+SELECT idemgate.grant_effect_type('newcomer_puller', 'nc_email');
 ROLLBACK;
 
 -- A SCHEMA clause.
