@@ -6,7 +6,8 @@
 # (bench/dispatch/run.sh keeps its own: it also runs as non-root and
 # starts the loopback sink.)
 
-bindir=$(pg_config --bindir)
+# PG_CONFIG picks the PostgreSQL (e.g. PostgreSQL 18: PG_CONFIG=/var/cache/idemgate-pg18/18.6/bin/pg_config).
+bindir=$("${PG_CONFIG:-pg_config}" --bindir)
 
 as_pg() { runuser -u postgres -- "$@"; }
 

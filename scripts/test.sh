@@ -12,7 +12,8 @@
 #   with random faults (bench/soak), idemgate on Citus 13 (test/citus);
 #   then PostgreSQL 18 (scripts/pg18.sh builds and caches it): pg_regress,
 #   isolation, TAP and Citus 14 again on it; then, on 15 only, the Debian
-#   package (test/package), the shipped n8n workflows in a real n8n
+#   package (test/package), the runnable blocks of the docs (test/docs),
+#   the shipped n8n workflows in a real n8n
 #   (test/n8n) and the n8n community-node package with its workflows
 #   (test/n8n-nodes).
 # Prints "N passed, M failed" last and exits non-zero on any failure.
@@ -163,6 +164,10 @@ esac
 # The Debian package (test/package/run.sh, as root: it builds, installs and
 # removes postgresql-15-idemgate, then puts make install's files back).
 [ -f test/package/run.sh ] && counted package '^(ok|not ok) - ' bash test/package/run.sh
+
+# The runnable blocks of README.md and docs/*.md against a fresh cluster, and
+# examples/alerts_listener.sh through a server restart; see test/docs/run.sh.
+[ -f test/docs/run.sh ] && counted docs '^(not ok|# )' bash test/docs/run.sh
 
 # The shipped n8n workflows in a real n8n (installed from npm into a cache
 # directory on first use), driven on loopback; see test/n8n/run.sh.

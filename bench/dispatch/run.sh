@@ -40,7 +40,7 @@ BATCH=${BATCH:-100}
 INFLIGHT=${INFLIGHT:-64}
 SYNC=${SYNC:-on}
 PHASES=${PHASES:-empty 1M}
-PGBIN=${PGBIN:-$(pg_config --bindir)}
+PGBIN=${PGBIN:-$("${PG_CONFIG:-pg_config}" --bindir)}
 PORT=${PORT:-55433}
 
 TMP=$(mktemp -d /tmp/idemgate-bench.XXXXXX)
