@@ -140,7 +140,7 @@ my %intended = (
 	'1.2--1.3' => [
 		"UPDATE upd_snap.idemgate_runs s SET state = r.state, version = r.version, updated_at = r.updated_at"
 		  . " FROM idemgate.runs r WHERE r.idempotency_key = s.idempotency_key"
-		  . " AND s.state = 'approved' AND r.state = 'failed_terminal'",
+		  . " AND s.state IN ('approved', 'failed_terminal') AND r.state = 'failed_terminal'",
 		"UPDATE upd_snap.idemgate_bundle_members SET fn = 'idemgate.reinject(bigint,text,jsonb)'"
 		  . " WHERE fn = 'idemgate.reinject(bigint,text)'",
 		# events lose the dead letter's error text and show keyed payload
@@ -368,8 +368,10 @@ sub fill_1_2
 		"SELECT idemgate.set_effect_policy('upd_refund', requires_approval => true, actor => 'release')");
 }
 
-# stranded_run makes a run whose only effect failed for good, and under
-# the old version leaves it approved (as 1.2 did); returns its key.
+# stranded_run makes a run whose only effect failed for good; returns its
+# key. The update itself puts it back to approved (as 1.2 left it) in the
+# update's own transaction: in between, the dispatcher's settle pass
+# (which runs on an older schema too) would end it first.
 sub stranded_run
 {
 	my ($node) = @_;
@@ -385,7 +387,6 @@ SELECT idemgate.set_actions_enabled(true, 'release', 'pull');
 SELECT idemgate.fail_effect(effect_id, lease_owner, 'rejected', 'HTTP 400')
   FROM idemgate.claim_effects('upd_refused', 1, '1 hour');
 SELECT idemgate.set_actions_enabled(false, 'release', 'before the update');
-UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = 'upd-stranded';
 });
 	return 'upd-stranded';
 }
@@ -529,7 +530,10 @@ log_min_messages = log
 		is($node->safe_psql('app', "SELECT extversion FROM pg_extension WHERE extname = 'idemgate'"),
 			$step, "updated to $step");
 	}
-	$node->safe_psql('app', 'ALTER EXTENSION idemgate UPDATE');
+	$node->safe_psql('app', "BEGIN;
+UPDATE idemgate.runs SET state = 'approved' WHERE idempotency_key = '$stranded';
+ALTER EXTENSION idemgate UPDATE;
+COMMIT;");
 	is($node->safe_psql('app', "SELECT extversion FROM pg_extension WHERE extname = 'idemgate'"),
 		$new_version, "updated to $new_version");
 	is( $node->safe_psql(
