@@ -176,6 +176,7 @@ isnt(query($coord, "SELECT state FROM idemgate.outbox WHERE effect_id = '$cancel
 query($coord, "SELECT outcome FROM idemgate.claim('idle-1', '{}')");
 my ($idle_owner, $idle_version) = run_of('idle-1');
 my $idle = $coord->background_psql('app');
+$idle->query_safe('SET client_min_messages = warning');	# nc_refund is declared by no endpoint
 $idle->query_safe('BEGIN');
 $idle->query_safe("SELECT effect_ids[1] FROM idemgate.enqueue_effect('idle-1', '$idle_owner', $idle_version,"
 	  . " jsonb_build_object('type', 'nc_refund', 'target', 't', 'payload', '{}'::jsonb))");
