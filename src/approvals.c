@@ -518,7 +518,7 @@ RefuseRequestAsToken(text *token)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("peek_approval was given a JSON request as its token"),
-				 errdetail("Without a cast PostgreSQL picks peek_approval(token text) for an untyped parameter."),
+				 errdetail("peek_approval(token text) would look the whole request up as a token; PostgreSQL picks that form for a text or untyped parameter."),
 				 errhint("Cast the parameter: SELECT * FROM idemgate.peek_approval($1::jsonb).")));
 }
 

@@ -29,8 +29,9 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bindir=$(pg_config --bindir)
 LIMIT=${DOCS_TEST_SECONDS:-600}
-# Roles the docs grant bundles to; grant_role does not create them.
-ROLES="n8n_client n8n_approver n8n_operator n8n_workflows approval_app grafana ana oncall"
+# Roles are the docs' own: they persist from one file to the next, as in a
+# reader's cluster, and the docs must create every role they grant a
+# bundle to (grant_role does not).
 
 passed=0
 failed=0
@@ -72,15 +73,10 @@ runuser -u postgres -- "$bindir/pg_ctl" -D "$T/pg" -l "$T/pg.log" -w start >/dev
 export PGHOST=$T PGPORT=$port
 psql_su() { runuser -u postgres -- env PGHOST="$T" PGPORT="$port" psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-# fresh_start FILE FIRST-DB → the database app and the roles, fresh for FILE
+# fresh_start FILE FIRST-DB → the database app, fresh for FILE
 fresh_start() {
-  local file=$1 first_db=$2 r
+  local file=$1 first_db=$2
   psql_su -d postgres -c 'DROP DATABASE IF EXISTS app WITH (FORCE)' -c 'DROP DATABASE IF EXISTS docs_scratch WITH (FORCE)' || return 1
-  for r in $ROLES; do
-    psql_su -d postgres -c "DROP ROLE IF EXISTS $r" || return 1
-    grep -qiE "CREATE ROLE $r( |;)" "$T/blocks/$(basename "$file")"/*.s* 2>/dev/null && continue
-    psql_su -d postgres -c "CREATE ROLE $r LOGIN" || return 1
-  done
   [ "$first_db" = postgres ] && return 0
   psql_su -d postgres -c 'CREATE DATABASE app' && psql_su -d app -c 'CREATE EXTENSION idemgate'
 }
