@@ -132,6 +132,7 @@
 #include "pg_compat.h"
 #include "rate_limit.h"
 #include "response.h"
+#include "secrets.h"
 #include "send_barrier.h"
 #include "spi_util.h"
 #include "worker_signals.h"
@@ -185,6 +186,7 @@ typedef enum ItemFate
 {
 	FATE_SENT,					/* the HTTP result decides */
 	FATE_RELEASE,				/* never sent: back to pending, attempt uncounted */
+	FATE_HOLD,					/* never sent, its secret missing: the same, later */
 	FATE_DENIED					/* URL no longer allowed: rejected */
 } ItemFate;
 
@@ -199,6 +201,7 @@ typedef struct Claimed
 	char	   *provider_id_field;
 	ItemFate	fate;
 	const char *denied_why;
+	char	   *secret_missing;	/* a secret its headers name that is missing (FATE_HOLD) */
 	int			record_failures;
 	double		rate_limit;		/* endpoint's requests/s; 0 = none */
 	int			endpoint_max;	/* endpoint's max_in_flight; 0 = none */
@@ -349,6 +352,12 @@ RecordOutcome(Claimed *it)
 		ReleaseItem(it);
 		return;
 	}
+	if (it->fate == FATE_HOLD)
+	{
+		HoldEffect(&it->effect_id, owner, IDEMGATE_SECRET_HOLD_SECS);
+		pg_atomic_fetch_add_u64(&my_shared->released, 1);
+		return;
+	}
 	if (it->fate == FATE_DENIED)
 	{
 		state = FailEffect(&it->effect_id, owner, "rejected", it->denied_why, -1, 0);
@@ -468,10 +477,17 @@ TakeClaimedRows(void *arg)
 		for (int h = 0; h < nh; h++)
 		{
 			char	   *line;
+			char	   *missing;
 
 			if (hnulls[h])
 				continue;
-			line = TextDatumGetCString(hdatums[h]);
+			/* ${secret:NAME} gets its value here, in memory only (src/secrets.c). */
+			line = ResolveSecrets(TextDatumGetCString(hdatums[h]), &missing);
+			if (line == NULL)
+			{
+				it->secret_missing = MemoryContextStrdup(bcxt, missing);
+				continue;
+			}
 			if (!HttpHeaderLineSafe(line))
 				continue;		/* a CR/LF could smuggle headers: drop it */
 			hlines[nlines++] = MemoryContextStrdup(bcxt, line);
@@ -493,7 +509,7 @@ TakeClaimedRows(void *arg)
 		memcpy(unconstify(char *, it->req.body), VARDATA_ANY(body), it->req.body_len);
 		unconstify(char *, it->req.body)[it->req.body_len] = '\0';
 
-		it->fate = FATE_SENT;
+		it->fate = it->secret_missing ? FATE_HOLD : FATE_SENT;
 		b->remaining++;
 		started[n_started++] = it;
 	}
@@ -917,6 +933,20 @@ SendStarted(MemoryContext loop_cxt)
 		if (!enabled || got_sigterm)
 		{
 			it->fate = FATE_RELEASE;
+			QueueForRecording(it);
+		}
+		else if (it->fate == FATE_HOLD)
+		{
+			static TimestampTz said_at = 0;	/* one line per hold period, not per effect */
+
+			if (TimestampDifferenceExceeds(said_at, GetCurrentTimestamp(), IDEMGATE_SECRET_HOLD_SECS * 1000))
+			{
+				said_at = GetCurrentTimestamp();
+				ereport(LOG,
+						(errmsg("idemgate dispatcher: effects of type \"%s\" held for %d s: its endpoint names secret \"%s\", which idemgate.secrets_file lacks",
+								it->req.effect_type, IDEMGATE_SECRET_HOLD_SECS, it->secret_missing),
+						 errhint("Add the secret to the file and reload; the alert secret_missing names the endpoint meanwhile.")));
+			}
 			QueueForRecording(it);
 		}
 		else if (!EndpointUrlAllowed(it->req.url, &why))

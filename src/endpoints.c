@@ -38,6 +38,7 @@
 #include "guc.h"
 #include "outbox.h"
 #include "rate_limit.h"
+#include "secrets.h"
 #include "spi_util.h"
 #include "idemgate_limits.h"
 
@@ -441,6 +442,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 5, "headers");
 	headers = PG_GETARG_JSONB_P(5);
 	header_names = CheckEndpointHeaders(headers);
+	CheckSecretReferences(headers);	/* ${secret:NAME} the file has (src/secrets.c) */
 	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", IDEMGATE_MAX_NAME_BYTES);
 	/* 1.1: rate_limit, max_in_flight (src/rate_limit.c). */
 	EndpointLimitsArgs(fcinfo, 7, &rate_limit, &rate_null, &max_in_flight, &max_null);

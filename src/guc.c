@@ -27,6 +27,7 @@ int			IdemgateMaxBackoffSecs = SECS_PER_HOUR;
 int			IdemgateMaxLeaseLifeSecs = SECS_PER_HOUR;
 int			IdemgateMaxRunAttempts = 3;
 int			IdemgateRetentionSecs = IDEMGATE_DEFAULT_RETENTION_SECS;
+char	   *IdemgateSecretsFile = NULL;
 int			IdemgateAlertFailures = 10;
 int			IdemgateAlertStuckAfterSecs = 15 * 60;
 int			IdemgateAlertDispatcherMissingAfterSecs = 60;
@@ -226,6 +227,12 @@ DefineIdemgateSettings(void)
 							 "NOTIFY idemgate_alerts payloads name the business event (subject, count, message with the first keys).",
 							 NULL, &IdemgateAlertNotifyDetails, true,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
+
+	/* Read by src/secrets.c: where provider credentials live, not in a table. */
+	DefineCustomStringVariable("idemgate.secrets_file",
+							   "File of the secrets endpoint headers name as ${secret:NAME} (a JSON object of strings; outside the data directory, owned by the server's user, mode 0600).",
+							   NULL, &IdemgateSecretsFile, "",
+							   PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 
 	DefineDocumentLimitSettings();
 

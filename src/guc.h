@@ -28,6 +28,7 @@ extern int	IdemgateAlertApprovalWaitSecs;
 extern int	IdemgateMaxRepairs;
 extern int	IdemgateTombstoneRetentionSecs;
 extern bool IdemgateAlertNotifyDetails;
+extern char *IdemgateSecretsFile;
 
 extern void DefineIdemgateSettings(void);
 

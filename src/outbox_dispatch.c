@@ -132,6 +132,17 @@ static SavedStatement release_stmt = {
 	2, {UUIDOID, UUIDOID}
 };
 
+/* Hold a claimed, unsent effect: pending, attempt not counted, due in $3 s. */
+static SavedStatement hold_stmt = {
+	"UPDATE idemgate.outbox"
+	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"
+	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now(),"
+	"     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)"
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND lease_owner OPERATOR(pg_catalog.=) $2"
+	"   AND state OPERATOR(pg_catalog.=) 'sending'",
+	3, {UUIDOID, UUIDOID, FLOAT8OID}
+};
+
 /*
  * Effects leased by a dispatcher that is gone: a version 8 owner with our
  * marker, from another life ($1), or from an earlier incarnation ($3) of
@@ -261,6 +272,18 @@ GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner)
 	values[0] = UUIDPGetDatum(effect_id);
 	values[1] = UUIDPGetDatum(owner);
 	ExecSaved(&release_stmt, values, NULL, false, 0);
+}
+
+/* HoldEffect gives a claimed, unsent effect back for a while; see outbox_dispatch.h. */
+void
+HoldEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, double seconds)
+{
+	Datum		values[3];
+
+	values[0] = UUIDPGetDatum(effect_id);
+	values[1] = UUIDPGetDatum(owner);
+	values[2] = Float8GetDatum(seconds);
+	ExecSaved(&hold_stmt, values, NULL, false, 0);
 }
 
 /* ExpireGoneDispatchersLeases; see outbox_dispatch.h. */

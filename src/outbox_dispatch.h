@@ -30,6 +30,9 @@ extern uint64 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 /* GiveBackEffect: a claimed, unsent effect goes back to pending, attempt uncounted. */
 extern void GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner);
 
+/* HoldEffect: the same, not due again for seconds (a secret is missing). */
+extern void HoldEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, double seconds);
+
 /*
  * ExpireGoneDispatchersLeases marks expired the live leases held by
  * dispatchers of another life than life (4 bytes), or by an earlier

@@ -78,6 +78,7 @@ static const BundleHolder function_bundles[] = {
 	{"hold_sends_trigger", "operator"},
 	{"key_bucket", "operator, reader"},
 	{"metrics", "operator, reader"},
+	{"missing_secrets", "operator, reader"},
 	{"node_dispatcher_status", "operator, reader"},
 	{"pause_effect_type", "operator"},
 	{"payload_mismatches", "operator, reader"},

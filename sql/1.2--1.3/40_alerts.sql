@@ -345,6 +345,19 @@ WITH settings AS (
              || 'audience: ' || w.audience || '; decide with consume_approval or cancel_approval)',
            w.n, w.since, w.keys
       FROM waiting w
+    UNION ALL
+    -- secret_missing: an endpoint names a secret idemgate.secrets_file
+    -- lacks (src/secrets.c); its effects are held, since the endpoint's
+    -- last change. The count is of the missing secrets (a count of held
+    -- effects would be a look-up per endpoint that Citus cannot run).
+    SELECT 'secret_missing', 'effect_type:' || ep.effect_type, 'critical',
+           'endpoint of type ' || ep.effect_type || ' names secret '
+             || pg_catalog.array_to_string(ms.names, ', ') || ' that idemgate.secrets_file lacks',
+           ' (its effects are held; add the secret to the file and reload)',
+           pg_catalog.cardinality(ms.names)::bigint, ep.updated_at, NULL
+      FROM idemgate.endpoints ep
+      CROSS JOIN LATERAL (SELECT idemgate.missing_secrets(ep.headers) AS names) ms
+     WHERE ms.names IS NOT NULL
 )
 SELECT r.alert, r.subject, r.severity,
        r.text
@@ -357,4 +370,4 @@ SELECT r.alert, r.subject, r.severity,
 
 
 COMMENT ON VIEW idemgate.alerts IS
-'Alerts firing now, one row per alert and effect type, workflow or database: failure_rate (more than idemgate.alert_failures undelivered effects or failed runs of one type/workflow in 10 minutes), dead_letters (open, older than 1 hour), unknown_effects, silence (a watched workflow not claimed for twice its interval), stuck_effects (due pending effects older than idemgate.alert_stuck_after), dispatcher_missing (HTTP effects due where no dispatcher runs), kill_switch_off and type_paused (info), stalled_runs (runs processing with an expired lease or failed_retryable for longer than idemgate.alert_stalled_after), terminal_failure (runs failed for good in the last hour, also by a failed effect), lease_takeovers (more than idemgate.alert_lease_takeovers takeovers of expired leases in 10 minutes), payload_mismatch (claims refused with IG001 in the last hour), unsettled_runs (runs approved with all their effects settled for longer than a minute, not ended), approvals_waiting (approvals undecided for longer than idemgate.alert_approval_wait); messages name the workflow and the first keys';
+'Alerts firing now, one row per alert and effect type, workflow or database: failure_rate (more than idemgate.alert_failures undelivered effects or failed runs of one type/workflow in 10 minutes), dead_letters (open, older than 1 hour), unknown_effects, silence (a watched workflow not claimed for twice its interval), stuck_effects (due pending effects older than idemgate.alert_stuck_after), dispatcher_missing (HTTP effects due where no dispatcher runs), kill_switch_off and type_paused (info), stalled_runs (runs processing with an expired lease or failed_retryable for longer than idemgate.alert_stalled_after), terminal_failure (runs failed for good in the last hour, also by a failed effect), lease_takeovers (more than idemgate.alert_lease_takeovers takeovers of expired leases in 10 minutes), payload_mismatch (claims refused with IG001 in the last hour), unsettled_runs (runs approved with all their effects settled for longer than a minute, not ended), approvals_waiting (approvals undecided for longer than idemgate.alert_approval_wait), secret_missing (an endpoint names a secret idemgate.secrets_file lacks: its effects are held); messages name the workflow and the first keys';
