@@ -60,6 +60,7 @@
 #include "outbox.h"
 #include "rerun.h"
 #include "runs.h"
+#include "secrets.h"
 #include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_rerun);
@@ -153,6 +154,7 @@ idemgate_register_rerun(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 2, "headers");
 	headers = PG_GETARG_JSONB_P(2);
 	header_names = CheckEndpointHeaders(headers);
+	CheckSecretReferences(headers);	/* ${secret:NAME} the file has (src/secrets.c) */
 	timeout = IntervalArg(fcinfo, 3, "timeout", 0, IDEMGATE_MAX_REQUEST_TIMEOUT_USECS, NULL);
 
 	ConnectSPI();
