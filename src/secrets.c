@@ -121,15 +121,21 @@ SecretArray(void *state)
 static bool
 InsideDataDirectory(const char *path)
 {
-	char		real_file[MAXPGPATH];
-	char		real_data[MAXPGPATH];
-	size_t		n;
+	/* realpath's own buffers (PATH_MAX, which a fixed one must match) */
+	char	   *real_file = realpath(path, NULL);
+	char	   *real_data = DataDir ? realpath(DataDir, NULL) : NULL;
+	bool		inside = false;
 
-	if (DataDir == NULL || realpath(path, real_file) == NULL ||
-		realpath(DataDir, real_data) == NULL)
-		return false;
-	n = strlen(real_data);
-	return strncmp(real_file, real_data, n) == 0 && (real_file[n] == '/' || real_file[n] == '\0');
+	if (real_file != NULL && real_data != NULL)
+	{
+		size_t		n = strlen(real_data);
+
+		inside = strncmp(real_file, real_data, n) == 0 &&
+			(real_file[n] == '/' || real_file[n] == '\0');
+	}
+	free(real_file);
+	free(real_data);
+	return inside;
 }
 
 /*

@@ -59,6 +59,17 @@ like(refusal(q({"X-Api-Key": "${secret:}"})), qr/22023.*malformed secret referen
 chmod(0640, $file);
 like(refusal($headers), qr/22023.*readable or writable by others/s, 'a file others may read is refused');
 chmod(0600, $file);
+# Inside the data directory (a base backup would copy it): refused.
+my $inside = $node->data_dir . '/secrets.json';
+open(my $in, '>', $inside) or die; print $in qq({"crm_token": "$secret"}); close $in; chmod(0600, $inside);
+$node->safe_psql('app', "ALTER SYSTEM SET idemgate.secrets_file = '$inside'");
+$node->reload;
+sleep 1;
+like(refusal($headers), qr/22023.*is inside the data directory/s, 'a file inside the data directory is refused');
+unlink($inside);
+$node->safe_psql('app', "ALTER SYSTEM SET idemgate.secrets_file = '$file'");
+$node->reload;
+sleep 1;
 is($node->safe_psql('app', 'SELECT count(*) FROM idemgate.endpoints'), '0',
 	'nothing was registered by the refused calls');
 
