@@ -943,8 +943,10 @@ SendStarted(MemoryContext loop_cxt)
 			{
 				said_at = GetCurrentTimestamp();
 				ereport(LOG,
-						(errmsg("idemgate dispatcher: effects of type \"%s\" held for %d s: its endpoint names secret \"%s\", which idemgate.secrets_file lacks",
-								it->req.effect_type, IDEMGATE_SECRET_HOLD_SECS, it->secret_missing),
+						(errmsg("idemgate dispatcher: effects of type \"%s\" held for %d s: its endpoint names secret \"%s\", %s",
+								it->req.effect_type, IDEMGATE_SECRET_HOLD_SECS, it->secret_missing,
+								SecretsProblem() ? psprintf("but %s", SecretsProblem()) :
+								"which idemgate.secrets_file lacks"),
 						 errhint("Add the secret to the file and reload; the alert secret_missing names the endpoint meanwhile.")));
 			}
 			QueueForRecording(it);

@@ -376,6 +376,13 @@ ResolveSecrets(const char *line, char **missing)
 	return out.data;
 }
 
+/* SecretsProblem: see secrets.h. */
+const char *
+SecretsProblem(void)
+{
+	return read_problem;
+}
+
 /* ------------------------------------------------------ the alert */
 
 PG_FUNCTION_INFO_V1(idemgate_missing_secrets);

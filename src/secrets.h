@@ -27,6 +27,12 @@ extern void CheckSecretReferences(Jsonb *headers);
  */
 extern char *ResolveSecrets(const char *line, char **missing);
 
+/*
+ * SecretsProblem: why the file cannot be used (unset, unreadable, its
+ * mode, ...), as of the last ResolveSecrets, or NULL when it can.
+ */
+extern const char *SecretsProblem(void);
+
 /* Seconds an effect whose secret is missing waits before it is tried again. */
 #define IDEMGATE_SECRET_HOLD_SECS	30
 

@@ -353,7 +353,8 @@ WITH settings AS (
     SELECT 'secret_missing', 'effect_type:' || ep.effect_type, 'critical',
            'endpoint of type ' || ep.effect_type || ' names secret '
              || pg_catalog.array_to_string(ms.names, ', ') || ' that idemgate.secrets_file lacks',
-           ' (its effects are held; add the secret to the file and reload)',
+           ' (or the file cannot be used: the server log says why; its effects are held;'
+             || ' add the secret to the file and reload)',
            pg_catalog.cardinality(ms.names)::bigint, ep.updated_at, NULL
       FROM idemgate.endpoints ep
       CROSS JOIN LATERAL (SELECT idemgate.missing_secrets(ep.headers) AS names) ms
