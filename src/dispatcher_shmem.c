@@ -30,7 +30,6 @@ InitDispatcherShared(void *segment)
 {
 	DispatcherShared *d = segment;
 
-	d->launcher_pid = 0;
 	/* Any value unlike the last life's will do; no CSPRNG needed. */
 	d->life_id = (uint32) (GetCurrentTimestamp() ^ ((uint64) MyProcPid << 16) ^ random());
 	for (int i = 0; i < IDEMGATE_MAX_DISPATCHERS; i++)

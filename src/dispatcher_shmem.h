@@ -38,7 +38,6 @@ typedef struct DispatcherSlot
 
 typedef struct DispatcherShared
 {
-	volatile int launcher_pid;
 	uint32		life_id;		/* random, new at every shared memory setup
 								 * (server start and crash restart); see
 								 * src/dispatcher_leases.c */

@@ -213,15 +213,6 @@ ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out)
 	return n;
 }
 
-/* ValidateEffects checks the effects argument; see effects.h. */
-int
-ValidateEffects(Jsonb *effects, const char *argname)
-{
-	ParsedEffect *parsed;
-
-	return ParseEffects(effects, argname, &parsed);
-}
-
 /* InsertEffects inserts the effects of run key; see effects.h. */
 ArrayType *
 InsertEffects(text *key, Jsonb *effects, bool automatic, const char *actor,

@@ -18,22 +18,16 @@
 #include "outbox.h"
 
 /*
- * ParseEffects checks the effects argument like ValidateEffects and splits
- * it into its effects (*out, palloc'd, input order; has_not_before set from
- * the optional not_before field, cancel_window false). Returns how many.
- */
-extern int	ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out);
-
-/*
- * ValidateEffects checks that effects is one effect object or a non-empty
+ * ParseEffects checks that effects is one effect object or a non-empty
  * array of them, each {"type": non-empty text, "target": non-empty text,
  * "payload": any JSON, "not_before": optional timestamptz}, with no other
  * fields, no reserved type (IDEMGATE_RESERVED_TYPE_PREFIX) and no (type,
- * target) twice.
- * Raises 22023 naming the problem (e.g. effects[2].target) under argname.
- * Returns the number of effects.
+ * target) twice, raising 22023 naming the problem (e.g. effects[2].target)
+ * under argname; and splits it into its effects (*out, palloc'd, input
+ * order; has_not_before set from the optional not_before field,
+ * cancel_window false). Returns how many.
  */
-extern int	ValidateEffects(Jsonb *effects, const char *argname);
+extern int	ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out);
 
 /*
  * InsertEffects validates effects and inserts each into idemgate.outbox for

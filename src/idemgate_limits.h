@@ -117,13 +117,12 @@
 /*
  * Approved runs whose effects are all settled (docs/outbox.md, "Completing
  * a run"): how many the dispatcher looks at per second
- * (complete_settled_runs), the most complete_settled_runs' argument may
- * ask for, and how many of the runs approved last the unsettled_runs
- * alert looks at (a literal in sql/1.1--1.2/50_unsettled_runs.sql).
+ * (complete_settled_runs) and the most complete_settled_runs' argument may
+ * ask for. (The unsettled_runs alert looks at the last 1000 approved runs,
+ * a literal of alert_unsettled_runs, sql/1.2--1.3/20_failed_runs.sql.)
  */
 #define IDEMGATE_SETTLED_RUNS_BATCH		500
 #define IDEMGATE_MAX_SETTLED_RUNS_BATCH	100000
-#define IDEMGATE_UNSETTLED_ALERT_RUNS	1000
 /* Upper bound of idemgate.alert_stalled_after. */
 #define IDEMGATE_MAX_ALERT_STALLED_SECS	(7 * SECS_PER_DAY)
 /* idemgate.alert_approval_wait at most 30 days. */

@@ -136,8 +136,6 @@ IdemgateLauncherMain(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("idemgate launcher");
-	if (DispatcherShmem != NULL)
-		DispatcherShmem->launcher_pid = MyProcPid;
 
 	loop_cxt = AllocSetContextCreate(TopMemoryContext, "idemgate launcher loop",
 									 ALLOCSET_DEFAULT_SIZES);

@@ -320,7 +320,7 @@ CheckRoleManageable(Oid roleid, const char *name)
 
 /*
  * SyncDistributedGrants: on Citus the shards and the workers get what the
- * role now holds on the coordinator (sql/1.1--1.2/64_distributed_privileges.sql).
+ * role now holds on the coordinator (idemgate--1.1--1.2.sql, part 64_distributed_privileges).
  */
 static void
 SyncDistributedGrants(Oid roleid)

@@ -19,7 +19,7 @@
  * same FunctionCallInfo context and result set. So results, errors
  * (ranges, states, ownership) and behaviour are the typed function's by
  * construction. Privileges are the typed function's bundle's
- * (sql/1.0--1.1/20_n8n.sql).
+ * (idemgate--1.0--1.1.sql, part 20_n8n).
  *
  * Types as n8n sends them: bigint and integer fields accept a JSON number
  * or a string of digits (n8n's Postgres node returns bigint columns such as

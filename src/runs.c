@@ -759,7 +759,7 @@ static SavedStatement claim_in_bucket_stmt = {
 
 /*
  * ClaimInBucket is a claim that is its whole transaction on Citus
- * (sql/1.1--1.2/66_claim_in_bucket.sql): one call of claim_in_bucket,
+ * (idemgate--1.1--1.2.sql, part 66_claim_in_bucket): one call of claim_in_bucket,
  * which Citus sends to the node of the key's shard and which commits
  * there (src/shard_autocommit.c). IG001 is raised here, and counted in
  * this node's payload_mismatch alert.
@@ -1036,7 +1036,7 @@ idemgate_claim(PG_FUNCTION_ARGS)
 /*
  * idemgate_claim_in_bucket implements claim_in_bucket(bucket, key, payload,
  * lease, workflow, owner, origin), which Citus runs on the node of the
- * bucket's shard (sql/1.1--1.2/66_claim_in_bucket.sql): claim's outcome,
+ * bucket's shard (idemgate--1.1--1.2.sql, part 66_claim_in_bucket): claim's outcome,
  * or payload_mismatch with the workflow to count it under.
  */
 Datum

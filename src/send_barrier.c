@@ -31,7 +31,7 @@
  *
  * The switching side. set_actions_enabled(false) and pause_effect_type
  * write idemgate.control / idemgate.paused_effect_types; AFTER ROW
- * triggers on those tables (sql/1.0--1.1/45_dispatch.sql) call
+ * triggers on those tables (idemgate--1.0--1.1.sql, part 45_dispatch) call
  * SendBarrierHoldAtCommit, so a direct UPDATE or a pg_dump restore is
  * covered too. At XACT_EVENT_PRE_COMMIT the transaction
  *   1. increments setters, then generation (full barriers);

@@ -21,7 +21,7 @@
 
 #include "shmem_segment.h"
 
-/* Segments defined by idemgate's modules (three today). */
+/* Segments defined by idemgate's modules (DefineShmemSegment's callers). */
 #define MAX_SEGMENTS 8
 
 typedef struct SegmentDef
