@@ -267,11 +267,11 @@ UuidText(pg_uuid_t *u)
 	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(u)));
 }
 
-/* ReleaseItem gives an unsent effect back to pending. */
+/* ReleaseItem gives an unsent effect back to pending, after hold_secs (0: as due before). */
 static void
-ReleaseItem(Claimed *it)
+ReleaseItem(Claimed *it, double hold_secs)
 {
-	GiveBackEffect(&it->effect_id, &it->batch->owner);
+	GiveBackEffect(&it->effect_id, &it->batch->owner, hold_secs);
 	pg_atomic_fetch_add_u64(&my_shared->released, 1);
 }
 
@@ -347,15 +347,9 @@ RecordOutcome(Claimed *it)
 	const char *state;
 	int			status = (int) r->status;
 
-	if (it->fate == FATE_RELEASE)
+	if (it->fate == FATE_RELEASE || it->fate == FATE_HOLD)
 	{
-		ReleaseItem(it);
-		return;
-	}
-	if (it->fate == FATE_HOLD)
-	{
-		HoldEffect(&it->effect_id, owner, IDEMGATE_SECRET_HOLD_SECS);
-		pg_atomic_fetch_add_u64(&my_shared->released, 1);
+		ReleaseItem(it, it->fate == FATE_HOLD ? IDEMGATE_SECRET_HOLD_SECS : 0);
 		return;
 	}
 	if (it->fate == FATE_DENIED)

@@ -122,22 +122,17 @@ static SavedStatement mark_sending_stmt = {
 	5, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, UUIDARRAYOID}
 };
 
-/* Give a claimed, unsent effect back: pending, attempt not counted. */
+/*
+ * Give a claimed, unsent effect back: pending, attempt not counted; due
+ * again as before, or $3 seconds from now when $3 > 0 (a hold).
+ */
 static SavedStatement release_stmt = {
 	"UPDATE idemgate.outbox"
 	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"
-	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND lease_owner OPERATOR(pg_catalog.=) $2"
-	"   AND state OPERATOR(pg_catalog.=) 'sending'",
-	2, {UUIDOID, UUIDOID}
-};
-
-/* Hold a claimed, unsent effect: pending, attempt not counted, due in $3 s. */
-static SavedStatement hold_stmt = {
-	"UPDATE idemgate.outbox"
-	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"
 	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now(),"
-	"     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)"
+	"     next_attempt_at = CASE WHEN $3 OPERATOR(pg_catalog.>) 0"
+	"       THEN pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)"
+	"       ELSE next_attempt_at END"
 	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND lease_owner OPERATOR(pg_catalog.=) $2"
 	"   AND state OPERATOR(pg_catalog.=) 'sending'",
 	3, {UUIDOID, UUIDOID, FLOAT8OID}
@@ -265,25 +260,14 @@ ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 
 /* GiveBackEffect returns a claimed, unsent effect; see outbox_dispatch.h. */
 void
-GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner)
-{
-	Datum		values[2];
-
-	values[0] = UUIDPGetDatum(effect_id);
-	values[1] = UUIDPGetDatum(owner);
-	ExecSaved(&release_stmt, values, NULL, false, 0);
-}
-
-/* HoldEffect gives a claimed, unsent effect back for a while; see outbox_dispatch.h. */
-void
-HoldEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, double seconds)
+GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, double hold_secs)
 {
 	Datum		values[3];
 
 	values[0] = UUIDPGetDatum(effect_id);
 	values[1] = UUIDPGetDatum(owner);
-	values[2] = Float8GetDatum(seconds);
-	ExecSaved(&hold_stmt, values, NULL, false, 0);
+	values[2] = Float8GetDatum(hold_secs);
+	ExecSaved(&release_stmt, values, NULL, false, 0);
 }
 
 /* ExpireGoneDispatchersLeases; see outbox_dispatch.h. */

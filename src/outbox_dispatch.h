@@ -27,11 +27,12 @@
 extern uint64 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 								  ClaimedRowsReader take, void *arg);
 
-/* GiveBackEffect: a claimed, unsent effect goes back to pending, attempt uncounted. */
-extern void GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner);
-
-/* HoldEffect: the same, not due again for seconds (a secret is missing). */
-extern void HoldEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, double seconds);
+/*
+ * GiveBackEffect: a claimed, unsent effect goes back to pending, attempt
+ * uncounted; with hold_secs > 0 not due again for that long (a secret is
+ * missing), else due as before.
+ */
+extern void GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, double hold_secs);
 
 /*
  * ExpireGoneDispatchersLeases marks expired the live leases held by

@@ -289,15 +289,25 @@ NextReference(const char *s, const char **name, int *name_len, const char **end,
 	return at;
 }
 
-/* CheckSecretReferences: see secrets.h. */
-void
-CheckSecretReferences(Jsonb *headers)
+/* One ${secret:NAME} of a header value (HeaderReferences). */
+typedef struct SecretRef
+{
+	char	   *header;
+	char	   *name;			/* NULL when malformed */
+} SecretRef;
+
+/*
+ * HeaderReferences lists the ${secret:NAME} of every value of headers (an
+ * object of strings), in order; a malformed one ends its value's list.
+ */
+static List *
+HeaderReferences(Jsonb *headers)
 {
 	JsonbIterator *it = JsonbIteratorInit(&headers->root);
 	JsonbValue	v;
 	JsonbIteratorToken tok;
 	char	   *header = NULL;
-	bool		loaded = false;
+	List	   *refs = NIL;
 
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
@@ -315,28 +325,49 @@ CheckSecretReferences(Jsonb *headers)
 		value = pnstrdup(v.val.string.val, v.val.string.len);
 		for (s = value; (s = NextReference(s, &name, &name_len, &end, &malformed)) != NULL; s = end)
 		{
+			SecretRef  *r = palloc(sizeof(SecretRef));
+
+			r->header = header;
+			r->name = malformed ? NULL : pnstrdup(name, name_len);
+			refs = lappend(refs, r);
 			if (malformed)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("argument \"headers\": header \"%s\" has a malformed secret reference", header),
-						 errhint("Write ${secret:NAME}, NAME of letters, digits, '_', '-' and '.' (at most %d).",
-								 SECRET_MAX_NAME_BYTES)));
-			if (!loaded)
-				LoadSecrets();
-			loaded = true;
-			if (read_problem != NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("argument \"headers\": header \"%s\" names secret \"%.*s\", but %s",
-								header, name_len, name, read_problem),
-						 errhint("Put the secrets in a file outside the data directory, owned by the server's user with mode 0600, name it in idemgate.secrets_file and reload.")));
-			if (SecretValue(name, name_len) == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("argument \"headers\": header \"%s\" names secret \"%.*s\", which idemgate.secrets_file lacks",
-								header, name_len, name),
-						 errhint("Add it to the file (a JSON object of strings) and reload, then register the endpoint.")));
+				break;
 		}
+	}
+	return refs;
+}
+
+/* CheckSecretReferences: see secrets.h. */
+void
+CheckSecretReferences(Jsonb *headers)
+{
+	List	   *refs = HeaderReferences(headers);
+	ListCell   *lc;
+
+	if (refs != NIL)
+		LoadSecrets();
+	foreach(lc, refs)
+	{
+		SecretRef  *r = lfirst(lc);
+
+		if (r->name == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"headers\": header \"%s\" has a malformed secret reference", r->header),
+					 errhint("Write ${secret:NAME}, NAME of letters, digits, '_', '-' and '.' (at most %d).",
+							 SECRET_MAX_NAME_BYTES)));
+		if (read_problem != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"headers\": header \"%s\" names secret \"%s\", but %s",
+							r->header, r->name, read_problem),
+					 errhint("Put the secrets in a file outside the data directory, owned by the server's user with mode 0600, name it in idemgate.secrets_file and reload.")));
+		if (SecretValue(r->name, strlen(r->name)) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"headers\": header \"%s\" names secret \"%s\", which idemgate.secrets_file lacks",
+							r->header, r->name),
+					 errhint("Add it to the file (a JSON object of strings) and reload, then register the endpoint.")));
 	}
 }
 
@@ -396,36 +427,24 @@ Datum
 idemgate_missing_secrets(PG_FUNCTION_ARGS)
 {
 	Jsonb	   *headers = PG_GETARG_JSONB_P(0);
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
+	List	   *refs;
+	ListCell   *lc;
 	ArrayBuildState *names = NULL;
 
 	if (!JB_ROOT_IS_OBJECT(headers) || JB_ROOT_IS_SCALAR(headers))
 		PG_RETURN_NULL();
-	it = JsonbIteratorInit(&headers->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	refs = HeaderReferences(headers);
+	if (refs != NIL)
+		LoadSecrets();
+	foreach(lc, refs)
 	{
-		const char *s;
-		const char *name;
-		const char *end;
-		int			name_len;
-		bool		malformed;
-		char	   *value;
+		SecretRef  *r = lfirst(lc);
 
-		if (tok != WJB_VALUE || v.type != jbvString)
-			continue;
-		value = pnstrdup(v.val.string.val, v.val.string.len);
-		for (s = value; (s = NextReference(s, &name, &name_len, &end, &malformed)) != NULL; s = end)
-		{
-			if (malformed)
-				break;
-			LoadSecrets();
-			if (read_problem == NULL && SecretValue(name, name_len) != NULL)
-				continue;
-			names = accumArrayResult(names, PointerGetDatum(cstring_to_text_with_len(name, name_len)),
-									 false, TEXTOID, CurrentMemoryContext);
-		}
+		if (r->name == NULL ||
+			(read_problem == NULL && SecretValue(r->name, strlen(r->name)) != NULL))
+			continue;			/* malformed (register_endpoint refuses those) or there */
+		names = accumArrayResult(names, CStringGetTextDatum(r->name),
+								 false, TEXTOID, CurrentMemoryContext);
 	}
 	if (names == NULL)
 		PG_RETURN_NULL();

@@ -11,8 +11,13 @@
  * before its endpoint is registered, and grant_effect_type is itself how a
  * pulled type is declared, so "declared nowhere" is a likely typo, not a
  * wrong call. A type is declared by an endpoint, a pull grant or an
- * effect policy. The check is one saved statement per enqueue (the types'
- * look-ups by primary key); the list of known types is read only when a
+ * effect policy. The check is one saved statement (the types' look-ups by
+ * primary key) for types this backend has not yet seen declared: a type
+ * found declared is remembered for the session (up to
+ * IDEMGATE_DECLARED_TYPES_REMEMBERED), so a pooled n8n connection pays it
+ * once per type, not per enqueue. The price: a type unregistered (or a
+ * declaration rolled back) later in that session gets no NOTICE, which is
+ * advice, not a control. The list of known types is read only when a
  * NOTICE is due. The stuck_effects alert still names a type nobody takes.
  *
  *-------------------------------------------------------------------------
@@ -23,6 +28,7 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 
 #include "spi_util.h"
 #include "undeclared_types.h"
@@ -66,6 +72,29 @@ DeclarationsInstalled(void)
 		OidIsValid(IdemgateRelid("effect_type_policies"));
 }
 
+/* Types this backend found declared, in TopMemoryContext. */
+#define IDEMGATE_DECLARED_TYPES_REMEMBERED 64
+static char *declared[IDEMGATE_DECLARED_TYPES_REMEMBERED];
+static int	n_declared = 0;
+
+/* Remembered tells whether type (len bytes) was found declared before. */
+static bool
+Remembered(const char *type, int len)
+{
+	for (int i = 0; i < n_declared; i++)
+		if ((int) strlen(declared[i]) == len && memcmp(declared[i], type, len) == 0)
+			return true;
+	return false;
+}
+
+/* Remember notes a type found declared, while there is room. */
+static void
+Remember(const char *type)
+{
+	if (n_declared < IDEMGATE_DECLARED_TYPES_REMEMBERED && !Remembered(type, strlen(type)))
+		declared[n_declared++] = MemoryContextStrdup(TopMemoryContext, type);
+}
+
 /* KnownTypes: the declared types, comma-separated, or NULL when none. */
 static char *
 KnownTypes(void)
@@ -96,40 +125,54 @@ void
 NoticeUndeclaredTypes(const ParsedEffect *parsed, int n)
 {
 	Datum	   *types;
+	int			n_types = 0;
 	Datum		arg;
 	char	   *known;
 	uint64		undeclared;
 	char	  **names;
 
-	if (n == 0 || !DeclarationsInstalled())
-		return;
-	types = palloc(sizeof(Datum) * n);
+	/* Only the types not yet seen declared, each once. */
+	types = palloc(sizeof(Datum) * Max(n, 1));
 	for (int i = 0; i < n; i++)
-		types[i] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
-	arg = PointerGetDatum(construct_array(types, n, TEXTOID, -1, false, TYPALIGN_INT));
+	{
+		bool		repeated = false;
+
+		for (int j = 0; j < i && !repeated; j++)
+			repeated = parsed[j].type_len == parsed[i].type_len &&
+				memcmp(parsed[j].type, parsed[i].type, parsed[i].type_len) == 0;
+		if (!repeated && !Remembered(parsed[i].type, parsed[i].type_len))
+			types[n_types++] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
+	}
+	if (n_types == 0 || !DeclarationsInstalled())
+		return;
+	arg = PointerGetDatum(construct_array(types, n_types, TEXTOID, -1, false, TYPALIGN_INT));
 	if (ExecSaved(&undeclared_stmt, &arg, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up effect types");
-	if (SPI_processed == 0)
-		return;
 	/* Copy the names out before the next statement replaces SPI_tuptable. */
 	undeclared = SPI_processed;
-	names = palloc(sizeof(char *) * undeclared);
+	names = palloc(sizeof(char *) * Max(undeclared, 1));
 	for (uint64 r = 0; r < undeclared; r++)
 	{
 		bool		isnull;
 
 		names[r] = TextDatumGetCString(GetResultDatum(r, 1, &isnull));
 	}
+	/* The others are declared: remembered. */
+	for (int i = 0; i < n_types; i++)
+	{
+		char	   *t = TextDatumGetCString(types[i]);
+		bool		missing = false;
+
+		for (uint64 r = 0; r < undeclared && !missing; r++)
+			missing = strcmp(names[r], t) == 0;
+		if (!missing)
+			Remember(t);
+	}
+	if (undeclared == 0)
+		return;
 	known = KnownTypes();
 	for (uint64 r = 0; r < undeclared; r++)
-	{
-		bool		seen = false;
-
-		for (uint64 q = 0; q < r; q++)
-			seen = seen || strcmp(names[q], names[r]) == 0;
-		if (!seen)
-			NoticeUndeclared(names[r], known, "enqueue_effect");
-	}
+		NoticeUndeclared(names[r], known, "enqueue_effect");
 }
 
 /* NoticeNewGrantType: see undeclared_types.h. */
