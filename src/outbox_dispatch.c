@@ -123,18 +123,29 @@ static SavedStatement mark_sending_stmt = {
 };
 
 /*
- * Give a claimed, unsent effect back: pending, attempt not counted; due
- * again as before, or $3 seconds from now when $3 > 0 (a hold).
+ * Give a claimed, unsent effect back: pending, attempt not counted, due
+ * again as before (release_stmt) or $3 seconds from now (hold_stmt). Two
+ * statements, not one with CASE WHEN $3 > 0: a generic plan keeps the
+ * CASE, and Citus refuses a STABLE function (now()) beside a column
+ * (next_attempt_at) in an UPDATE's SET, so on Citus every give-back failed
+ * and a kill switch caught between claim and send stranded the claimed
+ * effects until their lease expired (test/citus/t/040).
  */
+#define GIVE_BACK \
+	"UPDATE idemgate.outbox"\
+	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"\
+	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
+#define GIVE_BACK_WHERE \
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND lease_owner OPERATOR(pg_catalog.=) $2"\
+	"   AND state OPERATOR(pg_catalog.=) 'sending'"
 static SavedStatement release_stmt = {
-	"UPDATE idemgate.outbox"
-	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"
-	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now(),"
-	"     next_attempt_at = CASE WHEN $3 OPERATOR(pg_catalog.>) 0"
-	"       THEN pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)"
-	"       ELSE next_attempt_at END"
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND lease_owner OPERATOR(pg_catalog.=) $2"
-	"   AND state OPERATOR(pg_catalog.=) 'sending'",
+	GIVE_BACK GIVE_BACK_WHERE,
+	2, {UUIDOID, UUIDOID}
+};
+static SavedStatement hold_stmt = {
+	GIVE_BACK ","
+	"     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)"
+	GIVE_BACK_WHERE,
 	3, {UUIDOID, UUIDOID, FLOAT8OID}
 };
 
@@ -267,7 +278,7 @@ GiveBackEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, double hold_secs)
 	values[0] = UUIDPGetDatum(effect_id);
 	values[1] = UUIDPGetDatum(owner);
 	values[2] = Float8GetDatum(hold_secs);
-	ExecSaved(&release_stmt, values, NULL, false, 0);
+	ExecSaved(hold_secs > 0 ? &hold_stmt : &release_stmt, values, NULL, false, 0);
 }
 
 /* ExpireGoneDispatchersLeases; see outbox_dispatch.h. */

@@ -42,7 +42,7 @@ max_wal_senders = 10
 max_replication_slots = 10
 listen_addresses = '127.0.0.1'
 citus.node_conninfo = 'sslmode=disable'
-log_min_messages = log
+log_min_messages = warning
 log_line_prefix = '%m [%p] %b '
 EOC
 

@@ -99,10 +99,14 @@ if [ -n "${IDEMGATE_CITUS_TESTS:-}" ]; then
 else
 	tests=$(cd "$work/tree" && ls test/citus/t/*.pl | sort)
 fi
+# TESTDATADIR and TESTLOGDIR as PGXS sets them on 16 and later (whose
+# PostgreSQL::Test::Utils otherwise writes the logs to ./log); 15 derives
+# both from TESTDIR.
 # timeout signals the whole process group: every test script gets SIGTERM,
 # PostgreSQL::Test::Cluster's END block stops its nodes (immediate).
 runuser -u postgres -- env -C "$work/tree" \
 	TESTDIR="$work/tree" PATH="$pgbin:$PATH" PGPORT=65432 \
+	TESTDATADIR="$work/tree/tmp_check" TESTLOGDIR="$work/tree/tmp_check/log" \
 	PG_REGRESS="$pgxs_src/test/regress/pg_regress" \
 	timeout -k 20 "$limit" /usr/bin/prove -v \
 	-I "$pgxs_src/test/perl/" -I test/citus -I test/t \
