@@ -21,6 +21,8 @@
 
 #define BACKOFF_BASE_USECS	USECS_PER_SEC
 #define BACKOFF_FACTOR		4
+#define PROBE_FIRST_USECS	(5 * USECS_PER_SEC)
+#define PROBE_MAX_USECS		(300 * USECS_PER_SEC)
 
 /*
  * JitterUsecs returns a uniform value in [0, half) drawn from OpenSSL's
@@ -55,6 +57,18 @@ BackoffUsecs(int attempt, int64 retry_after_usecs)
 	if (retry_after_usecs > delay)
 		delay = retry_after_usecs;	/* the caller refused longer ones */
 	return delay;
+}
+
+/* ProbeBackoffUsecs computes the wait before a circuit's next probe; see backoff.h. */
+int64
+ProbeBackoffUsecs(int probes)
+{
+	int64		base = PROBE_FIRST_USECS;
+
+	for (int i = 0; i < probes && base < PROBE_MAX_USECS; i++)
+		base *= 2;
+	base = Min(base, PROBE_MAX_USECS);
+	return base - base / 5 + JitterUsecs(base / 5 * 2);
 }
 
 /* RetryAfterLimitUsecs is the longest Retry-After honoured; see backoff.h. */

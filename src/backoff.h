@@ -19,6 +19,14 @@
 extern int64 BackoffUsecs(int attempt, int64 retry_after_usecs);
 
 /*
+ * ProbeBackoffUsecs returns the wait before an open circuit's next probe
+ * after probes failed probes (src/endpoint_circuits.c): 5 s × 2^probes,
+ * capped at 5 minutes, times U[0.8, 1.2) so that the probes of many
+ * circuits (and nodes) do not line up.
+ */
+extern int64 ProbeBackoffUsecs(int probes);
+
+/*
  * RetryAfterLimitUsecs returns the longest Retry-After honoured: 24 hours,
  * or idemgate.max_backoff when that is longer. A provider asking for more
  * is not retried early: its effect fails (dead letter).

@@ -123,6 +123,7 @@
 #include "distributed.h"
 #include "dispatcher_shmem.h"
 #include "dispatcher_wake.h"
+#include "endpoint_circuits.h"
 #include "endpoints.h"
 #include "guc.h"
 #include "http.h"
@@ -154,6 +155,8 @@
 #define HOUSEKEEPING_BACKOFF_MS	10000
 /* How often a dispatcher settles expired leases (SettleExpiredLeases). */
 #define SETTLE_INTERVAL_MS	1000
+/* How often effects held behind open circuits are checked against circuit_max_hold. */
+#define HELD_CHECK_MS		10000
 /*
  * On a Citus worker, each of these sweeps is a statement per shard that
  * Citus plans with the shard's ~2,048 buckets: an idle worker spent some
@@ -202,6 +205,7 @@ typedef struct Claimed
 	ItemFate	fate;
 	const char *denied_why;
 	char	   *secret_missing;	/* a secret its headers name that is missing (FATE_HOLD) */
+	bool		probe;			/* its endpoint's circuit is open: this is the probe */
 	int			record_failures;
 	double		rate_limit;		/* endpoint's requests/s; 0 = none */
 	int			endpoint_max;	/* endpoint's max_in_flight; 0 = none */
@@ -226,6 +230,7 @@ static bool solo_recording = false;
 static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
 static TimestampTz next_settle = 0;	/* when RoundWork settles expired leases next */
 static bool gone_leases_settled = false;	/* see src/dispatcher_leases.c */
+static TimestampTz next_held_check = 0;	/* when DeadLetterHeldTooLong runs next */
 
 /* ---------------------------------------------------------------- SQL */
 
@@ -346,6 +351,7 @@ RecordOutcome(Claimed *it)
 	char	   *excerpt = NULL;	/* start of the provider's error body */
 	const char *state;
 	int			status = (int) r->status;
+	int			flags = 0;
 
 	if (it->fate == FATE_RELEASE || it->fate == FATE_HOLD)
 	{
@@ -367,6 +373,7 @@ RecordOutcome(Claimed *it)
 
 			if (CompleteEffect(&it->effect_id, owner, pid, status))
 				pg_atomic_fetch_add_u64(&my_shared->completed, 1);
+			CircuitNoteAnswer(it->req.effect_type, it->probe, owner);
 			return;
 		}
 		if (status == 429)
@@ -394,11 +401,16 @@ RecordOutcome(Claimed *it)
 					 r->request_sent ? " (after the request was sent)" : "");
 	}
 
-	state = FailEffect(&it->effect_id, owner, cls,
-					   excerpt ? psprintf("%s: %s", msg, excerpt) : msg,
-					   (strcmp(cls, "rate_limited") == 0 || strcmp(cls, "unavailable") == 0)
-					   ? r->retry_after_usecs : -1,
-					   status);
+	/* Endpoint health (src/endpoint_circuits.c): down, or it answered. */
+	if (!CircuitCountsFailure(cls))
+		CircuitNoteAnswer(it->req.effect_type, it->probe, owner);
+	else if (CircuitNoteFailure(it->req.effect_type, cls, status, it->probe, owner))
+		flags = FAIL_HOLD_LAST;
+	state = FailEffectWith(&it->effect_id, owner, cls,
+						   excerpt ? psprintf("%s: %s", msg, excerpt) : msg,
+						   (strcmp(cls, "rate_limited") == 0 || strcmp(cls, "unavailable") == 0)
+						   ? r->retry_after_usecs : -1,
+						   status, flags);
 	if (state != NULL)
 		pg_atomic_fetch_add_u64(&my_shared->failed, 1);
 }
@@ -509,6 +521,93 @@ TakeClaimedRows(void *arg)
 	}
 }
 
+/*
+ * ClaimProbes claims, for each open circuit whose probe is due, its oldest
+ * due effect as the probe (src/endpoint_circuits.c), up to limit in all.
+ * The probe is taken by a compare-and-set on the circuit after the claim,
+ * so a dispatcher with nothing of that type due writes nothing; one that
+ * loses the race gives its effect back at once.
+ */
+static void
+ClaimProbes(int limit, ClaimBatch *b)
+{
+	const char *type;
+	int			probes;
+
+	CircuitsRefresh(false);
+	for (int k = 0; limit > 0 && (type = CircuitNextProbe(k, &probes)) != NULL; k++)
+	{
+		int			before = n_started;
+		Claimed    *it;
+
+		if (ClaimOfTypeForDispatch(type, 0, 1, &b->owner,
+								   UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
+								   TakeClaimedRows, b) == 0 || n_started == before)
+			continue;
+		it = started[n_started - 1];
+		if (CircuitTakeProbe(type, &b->owner, it->req.timeout_ms / 1000.0 + LEASE_MARGIN_SECS))
+		{
+			it->probe = true;
+			limit--;
+			k--;				/* CircuitTakeProbe took it off the due list */
+		}
+		else
+		{
+			GiveBackEffect(&it->effect_id, &b->owner, 0);
+			n_started--;
+			b->remaining--;
+			k--;				/* likewise */
+		}
+	}
+}
+
+/*
+ * DeadLetterHeldTooLong dead-letters, as unavailable, the effects held
+ * behind an open circuit for longer than idemgate.circuit_max_hold: they
+ * are claimed (never sent) and failed at once, 100 per type and round.
+ */
+static void
+CollectIds(void *arg)
+{
+	List	  **ids = (List **) arg;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
+
+		memcpy(id, DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
+		*ids = lappend(*ids, id);
+	}
+}
+
+static void
+DeadLetterHeldTooLong(void)
+{
+	const char *type;
+	pg_uuid_t	owner;
+	char	   *why;
+
+	why = psprintf("held by the open circuit of its endpoint for longer than idemgate.circuit_max_hold (%d s)",
+				   IdemgateCircuitMaxHoldSecs);
+	DispatcherLeaseOwner(&owner);
+	for (int k = 0; (type = CircuitOpenLongerThan(k, IdemgateCircuitMaxHoldSecs)) != NULL; k++)
+	{
+		List	   *ids = NIL;
+		ListCell   *lc;
+
+		ClaimOfTypeForDispatch(type, IdemgateCircuitMaxHoldSecs, 100, &owner,
+							   UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC), CollectIds, &ids);
+		foreach(lc, ids)
+			if (FailEffectWith(lfirst(lc), &owner, "unavailable", why, -1, 0, FAIL_NOW) != NULL)
+				pg_atomic_fetch_add_u64(&my_shared->failed, 1);
+		if (ids != NIL)
+			ereport(LOG,
+					(errmsg("idemgate dispatcher: %d effects of type \"%s\" dead-lettered: %s",
+							list_length(ids), type, why)));
+	}
+}
+
 /* ClaimEffects claims up to limit effects; the items go to started[]. */
 static void
 ClaimEffects(int limit)
@@ -525,6 +624,7 @@ ClaimEffects(int limit)
 
 	ClaimDueForDispatch(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
 						TakeClaimedRows, b);
+	ClaimProbes(limit - n_started, b);
 	claiming = NULL;
 	if (b->remaining == 0)
 		MemoryContextDelete(bcxt);
@@ -582,6 +682,9 @@ RecordQueued(void)
 	}
 	pg_atomic_fetch_add_u64(&my_shared->completed,
 							CompleteEffects(n, ids, owners, pids, statuses, completed));
+	for (Claimed *it = to_record; it != NULL; it = it->next)
+		if (IsDelivered(it))
+			CircuitNoteAnswer(it->req.effect_type, it->probe, &it->batch->owner);
 }
 
 /* FinishQueued frees the queued items after their transaction committed. */
@@ -791,6 +894,11 @@ RoundWork(void *arg)
 		{
 			ClaimEffects(round->limit);
 			round->claimed = n_started;
+			if (GetCurrentTimestamp() >= next_held_check)
+			{
+				DeadLetterHeldTooLong();
+				next_held_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), HELD_CHECK_MS);
+			}
 		}
 	}
 	else if (n_to_record > 0)

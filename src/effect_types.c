@@ -29,6 +29,7 @@
 #include "args.h"
 #include "dispatcher_wake.h"
 #include "effect_types.h"
+#include "endpoint_circuits.h"
 #include "events.h"
 #include "idemgate_limits.h"
 #include "spi_util.h"
@@ -219,6 +220,7 @@ idemgate_unregister_endpoint(PG_FUNCTION_ARGS)
 		DetailsText(&details, "role", SessionActorRole());
 		RecordEvent(NULL, NULL, "endpoint_unregistered", text_to_cstring(actor),
 					DetailsFinish(&details));
+		CircuitForget(text_to_cstring(effect_type));	/* a new endpoint starts closed */
 	}
 	SPI_finish();
 	PG_RETURN_BOOL(found);

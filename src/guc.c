@@ -37,6 +37,8 @@ int			IdemgateAlertApprovalWaitSecs = 4 * 3600;
 int			IdemgateMaxRepairs = 2;
 int			IdemgateTombstoneRetentionSecs = 400 * SECS_PER_DAY;
 bool		IdemgateAlertNotifyDetails = true;
+int			IdemgateCircuitFailures = 5;
+int			IdemgateCircuitMaxHoldSecs = SECS_PER_DAY;
 
 /*
  * CheckDatabaseName accepts a database name: 1..NAMEDATALEN-1 bytes. A
@@ -151,6 +153,15 @@ DefineIdemgateSettings(void)
 							"Longest sleep of an idle dispatcher; new effects wake it sooner.",
 							NULL, &IdemgatePollIntervalMs, 1000, 10, 600000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("idemgate.circuit_failures",
+							"Retryable failures of one endpoint in a row that open its circuit (0: never).",
+							"While a circuit is open the endpoint's effects wait as pending and a probe goes out after a backoff from 5 s to 5 min.",
+							&IdemgateCircuitFailures, 5, 0, 1000,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("idemgate.circuit_max_hold",
+							"Longest an effect waits behind an open circuit before it is dead-lettered as unavailable.",
+							NULL, &IdemgateCircuitMaxHoldSecs, SECS_PER_DAY, 60, 30 * SECS_PER_DAY,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_in_flight",
 							"Most HTTP requests a dispatcher has in flight at once.",
 							NULL, &IdemgateMaxInFlight, 64, 1, IDEMGATE_MAX_IN_FLIGHT,

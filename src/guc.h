@@ -13,6 +13,8 @@ extern int	IdemgateDispatchers;
 extern int	IdemgateBatchSize;
 extern int	IdemgatePollIntervalMs;
 extern int	IdemgateMaxInFlight;
+extern int	IdemgateCircuitFailures;
+extern int	IdemgateCircuitMaxHoldSecs;
 extern bool IdemgateActionsEnabled;
 extern char *IdemgateAllowedHttpHosts;
 extern int	IdemgateMaxBackoffSecs;

@@ -479,7 +479,7 @@ CompleteEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
  */
 static const char *
 FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
-				 const char *error, int64 retry_after_usecs, int http_status)
+				 const char *error, int64 retry_after_usecs, int http_status, int flags)
 {
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
@@ -518,7 +518,12 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 	kind = ec->kind;
 	if (kind == FAIL_MAYBE_SENT && honors)
 		kind = FAIL_RETRY;		/* the provider dedupes on Idempotency-Key */
-	if (kind == FAIL_MAYBE_SENT)
+	/* The last attempt failed while the circuit is open: it waits for the circuit. */
+	if (kind == FAIL_RETRY && attempts >= max_attempts && (flags & FAIL_HOLD_LAST))
+		max_attempts = attempts + 1;
+	if (flags & FAIL_NOW)
+		new_state = "failed";
+	else if (kind == FAIL_MAYBE_SENT)
 		new_state = "unknown";
 	else if (kind == FAIL_RETRY && attempts < max_attempts &&
 			 retry_after_usecs > RetryAfterLimitUsecs())
@@ -610,7 +615,19 @@ FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const char *error_class,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown effect error class \"%s\"", TruncateForMessage(error_class)),
 				 errhint(ERROR_CLASS_HINT)));
-	return FailLockedEffect(effect_id, owner, ec, error, retry_after_usecs, http_status);
+	return FailLockedEffect(effect_id, owner, ec, error, retry_after_usecs, http_status, 0);
+}
+
+/* FailEffectWith records a failed attempt with flags; see outbox.h. */
+const char *
+FailEffectWith(pg_uuid_t *effect_id, pg_uuid_t *owner, const char *error_class,
+			   const char *error, int64 retry_after_usecs, int http_status, int flags)
+{
+	const ErrorClass *ec = FindErrorClass(error_class, false);
+
+	if (ec == NULL)
+		elog(ERROR, "unknown effect error class \"%s\"", error_class);
+	return FailLockedEffect(effect_id, owner, ec, error, retry_after_usecs, http_status, flags);
 }
 
 /*
@@ -655,7 +672,7 @@ SettleExpiredLeasesByShard(Datum *values, const char *nulls, const ErrorClass *e
 		}
 		for (uint64 i = 0; i < n; i++)
 			if (FailLockedEffect(&ids[i], &owners[i], ec,
-								 "lease expired before the outcome was recorded", -1, 0) != NULL)
+								 "lease expired before the outcome was recorded", -1, 0, 0) != NULL)
 				settled++;
 	}
 	return settled;
@@ -701,7 +718,7 @@ SettleExpiredLeases(const char *effect_type)
 	{
 		const char *state = FailLockedEffect(&ids[i], &owners[i], ec,
 											 "lease expired before the outcome was recorded",
-											 -1, 0);
+											 -1, 0, 0);
 
 		if (state != NULL)
 			settled++;

@@ -150,6 +150,19 @@ extern const char *FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 							  int64 retry_after_usecs, int http_status);
 
 /*
+ * FailEffectWith is FailEffect with flags: FAIL_HOLD_LAST, the endpoint's
+ * circuit is open (src/endpoint_circuits.c): a retryable failure of the
+ * last attempt keeps the effect pending, to go out again once the circuit
+ * closes, instead of dead-lettering it; FAIL_NOW, dead-letter it whatever
+ * attempts are left (held too long behind a circuit).
+ */
+#define FAIL_HOLD_LAST	0x01
+#define FAIL_NOW		0x02
+extern const char *FailEffectWith(pg_uuid_t *effect_id, pg_uuid_t *owner,
+								  const char *error_class, const char *error,
+								  int64 retry_after_usecs, int http_status, int flags);
+
+/*
  * SettleExpiredLeases settles sending effects whose lease expired (a crashed
  * worker): unknown, or pending with backoff when the endpoint honours the
  * Idempotency-Key. Only effects of effect_type unless it is NULL. Returns

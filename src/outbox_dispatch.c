@@ -52,6 +52,8 @@
 	" FROM (SELECT ep.effect_type FROM idemgate.endpoints ep"\
 	"       WHERE NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"	/* pause_effect_type */\
 	"                         WHERE p.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"\
+	"         AND NOT EXISTS (SELECT 1 FROM idemgate.endpoint_circuits c"	/* src/endpoint_circuits.c */\
+	"                         WHERE c.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"\
 	"       ORDER BY pg_catalog.random()) e"\
 	" CROSS JOIN LATERAL ("\
 	"   SELECT o.effect_id FROM idemgate.outbox o"\
@@ -120,6 +122,49 @@ static SavedStatement mark_sending_stmt = {
 	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
 	CLAIMED_COLUMNS,
 	5, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, UUIDARRAYOID}
+};
+
+/*
+ * The claim of one type ($5), whatever its circuit: effects due for at
+ * least $6 seconds, oldest first, $1 at most. A circuit's probe (one
+ * effect, $6 = 0) and the effects held behind it for longer than
+ * idemgate.circuit_max_hold (src/endpoint_circuits.c). Same columns as
+ * the claim above; $2 to $4 as there.
+ */
+#define DUE_OF_TYPE \
+	" SELECT o.effect_id FROM idemgate.outbox o"\
+	" WHERE o.effect_type OPERATOR(pg_catalog.=) $5/*@buckets o*/"\
+	"   AND o.state OPERATOR(pg_catalog.=) 'pending'"\
+	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=)"\
+	"       (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $6))"\
+	"   AND NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"\
+	"                   WHERE p.effect_type OPERATOR(pg_catalog.=) $5)"\
+	"   AND (SELECT r.state FROM idemgate.runs r"\
+	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"\
+	"       OPERATOR(pg_catalog.=) 'approved'"\
+	" ORDER BY o.next_attempt_at LIMIT $1"\
+	" FOR UPDATE OF o SKIP LOCKED"
+
+static SavedStatement claim_of_type_stmt = {
+	"WITH due AS MATERIALIZED (" DUE_OF_TYPE ")"
+	MARK_SENDING
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT due.effect_id FROM due))"
+	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
+	CLAIMED_COLUMNS,
+	6, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, TEXTOID, FLOAT8OID}
+};
+static SavedStatement due_of_type_stmt = {
+	DUE_OF_TYPE,
+	6, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, TEXTOID, FLOAT8OID}
+};
+static SavedStatement mark_of_type_stmt = {
+	MARK_SENDING
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($7)/*@buckets o*/"
+	"   AND o.state OPERATOR(pg_catalog.=) 'pending'"
+	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
+	"   AND $5 IS NOT NULL AND $6 IS NOT NULL"	/* the due statement's */
+	CLAIMED_COLUMNS,
+	7, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, TEXTOID, FLOAT8OID, UUIDARRAYOID}
 };
 
 /*
@@ -264,6 +309,36 @@ ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 	rc = ExecSaved(&claim_stmt, values, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "idemgate: unexpected claim result %d", rc);
+	if (SPI_processed > 0)
+		take(arg);
+	return SPI_processed;
+}
+
+/* ClaimOfTypeForDispatch claims effects of one type; see outbox_dispatch.h. */
+uint64
+ClaimOfTypeForDispatch(const char *effect_type, double due_for_secs, int limit,
+					   pg_uuid_t *owner, Interval *margin, ClaimedRowsReader take, void *arg)
+{
+	Datum		values[6];
+
+	values[0] = Int32GetDatum(limit);
+	values[1] = UUIDPGetDatum(owner);
+	values[2] = IntervalPGetDatum(margin);
+	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
+										 SetEpochTimestamp()) / USECS_PER_SEC);
+	values[4] = CStringGetTextDatum(effect_type);
+	values[5] = Float8GetDatum(due_for_secs);
+	if (IdemgateIsDistributed())
+	{
+		static int	next_shard = 0;
+		static const ShardClaim of_type = {
+			&due_of_type_stmt, &mark_of_type_stmt, 0, SHARDS_LOCAL, &next_shard
+		};
+
+		return ClaimShardByShard(&of_type, values, limit, take, arg);
+	}
+	if (ExecSaved(&claim_of_type_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "idemgate: could not claim effects of one type");
 	if (SPI_processed > 0)
 		take(arg);
 	return SPI_processed;

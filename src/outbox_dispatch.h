@@ -28,6 +28,15 @@ extern uint64 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 								  ClaimedRowsReader take, void *arg);
 
 /*
+ * ClaimOfTypeForDispatch is ClaimDueForDispatch for effect_type alone,
+ * whatever its circuit, and only effects due for at least due_for_secs:
+ * a circuit's probe and the effects held behind it too long.
+ */
+extern uint64 ClaimOfTypeForDispatch(const char *effect_type, double due_for_secs, int limit,
+									 pg_uuid_t *owner, Interval *margin,
+									 ClaimedRowsReader take, void *arg);
+
+/*
  * GiveBackEffect: a claimed, unsent effect goes back to pending, attempt
  * uncounted; with hold_secs > 0 not due again for that long (a secret is
  * missing), else due as before.

@@ -79,7 +79,8 @@ WITH settings AS (
     -- longer than the dispatcher_missing threshold (alert_pending_types).
     SELECT p.effect_type, p.stuck, p.stuck_since, p.overdue, p.overdue_since,
            EXISTS (SELECT 1 FROM idemgate.endpoints ep WHERE ep.effect_type = p.effect_type) AS http,
-           EXISTS (SELECT 1 FROM idemgate.paused_effect_types pt WHERE pt.effect_type = p.effect_type) AS paused
+           EXISTS (SELECT 1 FROM idemgate.paused_effect_types pt WHERE pt.effect_type = p.effect_type) AS paused,
+           EXISTS (SELECT 1 FROM idemgate.endpoint_circuits c WHERE c.effect_type = p.effect_type) AS circuit_open
       FROM settings s CROSS JOIN served sv
       CROSS JOIN LATERAL idemgate.alert_pending_types(s.stuck_after, s.missing_after, sv.here) p
 ), missing AS (
@@ -253,7 +254,7 @@ WITH settings AS (
                 ELSE ' (endpoint registered but nothing sent: check dispatcher_status())' END,
            d.stuck, d.stuck_since, NULL
       FROM due d CROSS JOIN switch sw
-     WHERE d.stuck > 0
+     WHERE d.stuck > 0 AND NOT d.circuit_open	-- endpoint_down says why
     UNION ALL
     SELECT 'dispatcher_missing', 'database:' || m.db, 'critical',
            m.n::text || CASE WHEN m.n = 1 THEN ' HTTP effect' ELSE ' HTTP effects' END
@@ -359,6 +360,21 @@ WITH settings AS (
       FROM idemgate.endpoints ep
       CROSS JOIN LATERAL (SELECT idemgate.missing_secrets(ep.headers) AS names) ms
      WHERE ms.names IS NOT NULL
+    UNION ALL
+    -- endpoint_down: the endpoint's circuit is open (38_endpoint_circuits.sql):
+    -- its effects wait as pending, a probe goes out at next_probe_at; the
+    -- alert clears when a probe (or any delivery) succeeds.
+    SELECT 'endpoint_down', 'effect_type:' || h.effect_type, 'critical',
+           'endpoint of type ' || h.effect_type || ' is down ('
+             || h.failures::text || ' ' || h.error_class || ' failures in a row'
+             || COALESCE(', HTTP ' || h.last_status::text, '') || '); '
+             || h.waiting::text || CASE WHEN h.waiting = 1 THEN ' effect waits' ELSE ' effects wait' END,
+           ' (probe ' || (h.probes + 1)::text || ' at '
+             || pg_catalog.to_char(h.next_probe_at, 'HH24:MI:SS')
+             || '; the backlog drains once a probe succeeds; reset_circuit closes it by hand)',
+           h.waiting, h.opened_at, NULL
+      FROM idemgate.endpoint_health h
+     WHERE h.state OPERATOR(pg_catalog.<>) 'closed'
 )
 SELECT r.alert, r.subject, r.severity,
        r.text
@@ -371,4 +387,4 @@ SELECT r.alert, r.subject, r.severity,
 
 
 COMMENT ON VIEW idemgate.alerts IS
-'Alerts firing now, one row per alert and effect type, workflow or database: failure_rate (more than idemgate.alert_failures undelivered effects or failed runs of one type/workflow in 10 minutes), dead_letters (open, older than 1 hour), unknown_effects, silence (a watched workflow not claimed for twice its interval), stuck_effects (due pending effects older than idemgate.alert_stuck_after), dispatcher_missing (HTTP effects due where no dispatcher runs), kill_switch_off and type_paused (info), stalled_runs (runs processing with an expired lease or failed_retryable for longer than idemgate.alert_stalled_after), terminal_failure (runs failed for good in the last hour, also by a failed effect), lease_takeovers (more than idemgate.alert_lease_takeovers takeovers of expired leases in 10 minutes), payload_mismatch (claims refused with IG001 in the last hour), unsettled_runs (runs approved with all their effects settled for longer than a minute, not ended), approvals_waiting (approvals undecided for longer than idemgate.alert_approval_wait), secret_missing (an endpoint names a secret idemgate.secrets_file lacks: its effects are held); messages name the workflow and the first keys';
+'Alerts firing now, one row per alert and effect type, workflow or database: failure_rate (more than idemgate.alert_failures undelivered effects or failed runs of one type/workflow in 10 minutes), dead_letters (open, older than 1 hour), unknown_effects, silence (a watched workflow not claimed for twice its interval), stuck_effects (due pending effects older than idemgate.alert_stuck_after), dispatcher_missing (HTTP effects due where no dispatcher runs), kill_switch_off and type_paused (info), stalled_runs (runs processing with an expired lease or failed_retryable for longer than idemgate.alert_stalled_after), terminal_failure (runs failed for good in the last hour, also by a failed effect), lease_takeovers (more than idemgate.alert_lease_takeovers takeovers of expired leases in 10 minutes), payload_mismatch (claims refused with IG001 in the last hour), unsettled_runs (runs approved with all their effects settled for longer than a minute, not ended), approvals_waiting (approvals undecided for longer than idemgate.alert_approval_wait), secret_missing (an endpoint names a secret idemgate.secrets_file lacks: its effects are held), endpoint_down (an endpoint''s circuit is open: its effects wait for a probe to succeed); messages name the workflow and the first keys';

@@ -139,6 +139,11 @@ REVOKE ALL ON idemgate.dead_letter_summary FROM PUBLIC;
 INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
     ('reader', 'idemgate.dead_letter_summary'),
     ('operator', 'idemgate.dead_letter_summary');
+-- Endpoint health (38_endpoint_circuits.sql) for readers: every column
+-- but the URL.
+INSERT INTO idemgate.bundle_members (bundle, rel, columns) VALUES
+    ('reader', 'idemgate.endpoint_health',
+     '{effect_type,state,opened_at,failures,error_class,last_status,probes,next_probe_at,waiting,waiting_since}');
 -- Roles that hold reader (and not operator) lose the whole table; they get
 -- its columns back from 99_release_grants.sql.
 DO $$

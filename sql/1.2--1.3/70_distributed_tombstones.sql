@@ -31,6 +31,12 @@ BEGIN
     RAISE EXCEPTION 'idemgate is not distributed'
       USING ERRCODE = '0A000', HINT = 'Call idemgate.distribute() first; it distributes the tombstones too.';
   END IF;
+  -- Endpoint circuits (38_endpoint_circuits.sql): a reference table, so
+  -- one node's probe decides for every node.
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                  WHERE logicalrelid OPERATOR(pg_catalog.=) 'idemgate.endpoint_circuits'::pg_catalog.regclass) THEN
+    EXECUTE 'SELECT pg_catalog.create_reference_table(''idemgate.endpoint_circuits'')';
+  END IF;
   IF EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
               WHERE logicalrelid OPERATOR(pg_catalog.=) 'idemgate.tombstones'::pg_catalog.regclass) THEN
     RETURN;
@@ -168,7 +174,8 @@ BEGIN
   FOREACH t IN ARRAY ARRAY['control', 'endpoints', 'watched_workflows', 'bundle_members',
                            'granted_bundles', 'paused_effect_types', 'alert_state',
                            'metrics_rollup', 'effect_type_rollup', 'run_metrics_rollup',
-                           'effect_type_grants', 'effect_type_policies', 'installation_secret'] LOOP
+                           'effect_type_grants', 'effect_type_policies', 'installation_secret',
+                           'endpoint_circuits'] LOOP
     PERFORM pg_catalog.create_reference_table(pg_catalog.format('idemgate.%I', t)::pg_catalog.regclass);
   END LOOP;
 

@@ -285,6 +285,7 @@ typedef struct Server
 	uint64_t	requests;		/* since the last /__reset_stats */
 	uint64_t	by_status[600];
 	uint64_t	seq_nokey;		/* /seq requests without a key */
+	uint64_t	outage_start_ms;	/* first /outage request (monotonic ms), 0 = none yet */
 	uint64_t	rng;			/* xorshift64 state for /mix (--seed) */
 	StrMap		paths;
 	StrMap		keys;
@@ -1845,6 +1846,21 @@ Route(Server *srv, const Request *req, StrEntry *key)
 	}
 	else if (HasPrefix(p, n, "/mix/"))
 		act = MixAction(srv, p + 5, n - 5);
+	else if (HasPrefix(p, n, "/outage/"))
+	{
+		/* 503 for ms after the first /outage request, then 200 like /ok. */
+		if (!ParseUint(p + 8, n - 8, 86400000, &ms))
+			act.code = 400;
+		else
+		{
+			uint64_t	now = MonoMs();
+
+			if (srv->outage_start_ms == 0)
+				srv->outage_start_ms = now;
+			if (now - srv->outage_start_ms < ms)
+				act.code = 503;
+		}
+	}
 	return act;
 }
 
