@@ -121,3 +121,6 @@ SELECT results_eq($$SELECT name, setting, min_val, max_val, unit FROM pg_setting
 SELECT idemgate.unregister_endpoint('ec_crm', 'ana') \g /dev/null
 SELECT idemgate.set_actions_enabled(true, 'tester', 'done') \g /dev/null
 SELECT * FROM finish();
+RESET search_path;
+DROP EXTENSION pgtap;
+DROP SCHEMA tap;
