@@ -203,7 +203,8 @@ rules = open(d + '/idemgate-rules.yml').read()
 tests = open(d + '/idemgate-rules.test.yml').read()
 alerts = ['failure_rate', 'dead_letters', 'unknown_effects', 'silence',
           'stuck_effects', 'dispatcher_missing', 'kill_switch_off', 'type_paused',
-          'stalled_runs', 'terminal_failure', 'lease_takeovers', 'payload_mismatch']
+          'stalled_runs', 'terminal_failure', 'lease_takeovers', 'payload_mismatch',
+          'endpoint_down']
 bad = 0
 for a in alerts:
     m = re.search(r'- alert: (\w+)\n\s+expr: [^\n]*alert="%s"' % a, rules)
