@@ -603,8 +603,9 @@ DeadLetterHeldTooLong(void)
 				pg_atomic_fetch_add_u64(&my_shared->failed, 1);
 		if (ids != NIL)
 			ereport(LOG,
-					(errmsg("idemgate dispatcher: %d effects of type \"%s\" dead-lettered: %s",
-							list_length(ids), type, why)));
+					(errmsg_plural("idemgate dispatcher: %d effect of type \"%s\" dead-lettered: %s",
+								   "idemgate dispatcher: %d effects of type \"%s\" dead-lettered: %s",
+								   list_length(ids), list_length(ids), type, why)));
 	}
 }
 

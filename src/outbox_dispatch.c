@@ -125,17 +125,20 @@ static SavedStatement mark_sending_stmt = {
 };
 
 /*
- * The claim of one type ($5), whatever its circuit: effects due for at
- * least $6 seconds, oldest first, $1 at most. A circuit's probe (one
+ * The claim of one type ($5), whatever its circuit: effects due, made at
+ * least $6 seconds ago, oldest first, $1 at most. A circuit's probe (one
  * effect, $6 = 0) and the effects held behind it for longer than
- * idemgate.circuit_max_hold (src/endpoint_circuits.c). Same columns as
+ * idemgate.circuit_max_hold (src/endpoint_circuits.c; the caller asks
+ * only for a circuit open that long: a failed probe's next attempt moves
+ * on, its age does not). Same columns as
  * the claim above; $2 to $4 as there.
  */
 #define DUE_OF_TYPE \
 	" SELECT o.effect_id FROM idemgate.outbox o"\
 	" WHERE o.effect_type OPERATOR(pg_catalog.=) $5/*@buckets o*/"\
 	"   AND o.state OPERATOR(pg_catalog.=) 'pending'"\
-	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=)"\
+	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"\
+	"   AND o.created_at OPERATOR(pg_catalog.<=)"\
 	"       (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $6))"\
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"\
 	"                   WHERE p.effect_type OPERATOR(pg_catalog.=) $5)"\
@@ -316,7 +319,7 @@ ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 
 /* ClaimOfTypeForDispatch claims effects of one type; see outbox_dispatch.h. */
 uint64
-ClaimOfTypeForDispatch(const char *effect_type, double due_for_secs, int limit,
+ClaimOfTypeForDispatch(const char *effect_type, double min_age_secs, int limit,
 					   pg_uuid_t *owner, Interval *margin, ClaimedRowsReader take, void *arg)
 {
 	Datum		values[6];
@@ -327,7 +330,7 @@ ClaimOfTypeForDispatch(const char *effect_type, double due_for_secs, int limit,
 	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
 										 SetEpochTimestamp()) / USECS_PER_SEC);
 	values[4] = CStringGetTextDatum(effect_type);
-	values[5] = Float8GetDatum(due_for_secs);
+	values[5] = Float8GetDatum(min_age_secs);
 	if (IdemgateIsDistributed())
 	{
 		static int	next_shard = 0;

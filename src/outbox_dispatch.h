@@ -29,10 +29,10 @@ extern uint64 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 
 /*
  * ClaimOfTypeForDispatch is ClaimDueForDispatch for effect_type alone,
- * whatever its circuit, and only effects due for at least due_for_secs:
+ * whatever its circuit, and only due effects made at least min_age_secs ago:
  * a circuit's probe and the effects held behind it too long.
  */
-extern uint64 ClaimOfTypeForDispatch(const char *effect_type, double due_for_secs, int limit,
+extern uint64 ClaimOfTypeForDispatch(const char *effect_type, double min_age_secs, int limit,
 									 pg_uuid_t *owner, Interval *margin,
 									 ClaimedRowsReader take, void *arg);
 

@@ -103,8 +103,9 @@ SELECT is(idemgate.unregister_endpoint('ec_mail', 'ana'), true, 'ec_mail unregis
 SELECT is_empty($$SELECT * FROM idemgate.endpoint_circuits$$, 'its circuit went with it');
 
 -- Settings: circuit_failures 0..1000 (0: never open), circuit_max_hold
--- 1 minute .. 30 days; a refused value is not written.
-\set VERBOSITY terse
+-- 1 minute .. 30 days; a refused value is not written (SQLSTATE only: 18
+-- words the range of a setting with a unit differently).
+\set VERBOSITY sqlstate
 ALTER SYSTEM SET idemgate.circuit_failures = -1;
 ALTER SYSTEM SET idemgate.circuit_failures = 1001;
 ALTER SYSTEM SET idemgate.circuit_max_hold = '30s';
