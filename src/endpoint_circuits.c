@@ -28,12 +28,10 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -128,9 +126,7 @@ static TimestampTz refreshed_at = 0;
 static bool
 CircuitsTableExists(void)
 {
-	Oid			nsp = get_namespace_oid("idemgate", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("endpoint_circuits", nsp));
+	return OidIsValid(IdemgateRelid("endpoint_circuits"));
 }
 
 /* CircuitCountsFailure; see endpoint_circuits.h. */
