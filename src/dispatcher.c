@@ -401,10 +401,14 @@ RecordOutcome(Claimed *it)
 					 r->request_sent ? " (after the request was sent)" : "");
 	}
 
-	/* Endpoint health (src/endpoint_circuits.c): down, or it answered. */
+	/*
+	 * Endpoint health (src/endpoint_circuits.c): down, or it answered. Not
+	 * the requests a shutdown aborted: they say nothing of the endpoint.
+	 */
 	if (!CircuitCountsFailure(cls))
 		CircuitNoteAnswer(it->req.effect_type, it->probe, owner);
-	else if (CircuitNoteFailure(it->req.effect_type, cls, status, it->probe, owner))
+	else if (!got_sigterm &&
+			 CircuitNoteFailure(it->req.effect_type, cls, status, it->probe, owner))
 		flags = FAIL_HOLD_LAST;
 	state = FailEffectWith(&it->effect_id, owner, cls,
 						   excerpt ? psprintf("%s: %s", msg, excerpt) : msg,

@@ -23,7 +23,7 @@ my $coord = $cl->{coord};
 my @per_run = qw(runs outbox approvals dead_letters events tombstones);
 my @reference = qw(endpoints control watched_workflows bundle_members granted_bundles
   paused_effect_types alert_state effect_type_grants effect_type_policies
-  effect_type_rollup metrics_rollup run_metrics_rollup installation_secret);
+  effect_type_rollup metrics_rollup run_metrics_rollup installation_secret endpoint_circuits);
 
 # --- data before distribute ----------------------------------------------
 $coord->safe_psql('app', q{
