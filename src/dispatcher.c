@@ -565,11 +565,7 @@ ClaimProbes(int limit, ClaimBatch *b)
 	}
 }
 
-/*
- * DeadLetterHeldTooLong dead-letters, as unavailable, the effects held
- * behind an open circuit for longer than idemgate.circuit_max_hold: they
- * are claimed (never sent) and failed at once, 100 per type and round.
- */
+/* CollectIds collects the ids of claimed rows (a ClaimedRowsReader). */
 static void
 CollectIds(void *arg)
 {
@@ -585,6 +581,11 @@ CollectIds(void *arg)
 	}
 }
 
+/*
+ * DeadLetterHeldTooLong dead-letters, as unavailable, the effects held
+ * behind an open circuit for longer than idemgate.circuit_max_hold: they
+ * are claimed (never sent) and failed at once, 100 per type and round.
+ */
 static void
 DeadLetterHeldTooLong(void)
 {
