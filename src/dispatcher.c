@@ -685,12 +685,10 @@ RecordQueued(void)
 		pids[i] = ProviderIdFrom(it->req.resp_body, it->req.resp_len, it->provider_id_field);
 		statuses[i] = (int) it->req.status;
 		i++;
+		CircuitNoteAnswer(it->req.effect_type, it->probe, &it->batch->owner);
 	}
 	pg_atomic_fetch_add_u64(&my_shared->completed,
 							CompleteEffects(n, ids, owners, pids, statuses, completed));
-	for (Claimed *it = to_record; it != NULL; it = it->next)
-		if (IsDelivered(it))
-			CircuitNoteAnswer(it->req.effect_type, it->probe, &it->batch->owner);
 }
 
 /* FinishQueued frees the queued items after their transaction committed. */
