@@ -446,6 +446,9 @@ QueueForRecording(Claimed *it)
 /* This node's Citus group (0: the coordinator), -1 on a single node. */
 static int	node_group = -1;
 
+/* A Citus worker before distribute(): no claims, no housekeeping. */
+static bool awaiting_distribute = false;
+
 /*
  * TakeClaimedRows turns the rows a claim statement just marked sending
  * (SPI_tuptable) into items of batch arg, appended to started[] (a
@@ -877,6 +880,9 @@ RoundWork(void *arg)
 		node_group = DispatcherLeaseNode();	/* on Citus (after distribute()) */
 		if (!solo_recording)	/* else recorded afterwards, one by one */
 			RecordQueued();
+		awaiting_distribute = CitusWorkerBeforeDistribute();
+		if (awaiting_distribute)
+			return;
 		if (!gone_leases_settled)
 		{
 			int			n = SettleGoneDispatchersLeases();
@@ -1388,7 +1394,7 @@ IdemgateDispatcherMain(Datum main_arg)
 		 * shards; the coordinator completes settled runs, publishes the
 		 * alerts and purges (each a read of every shard).
 		 */
-		if (my_slot == 0 && now >= next_housekeeping)
+		if (my_slot == 0 && now >= next_housekeeping && !awaiting_distribute)
 		{
 			bool		ok;
 

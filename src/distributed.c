@@ -70,6 +70,33 @@ IdemgateIsDistributed(void)
 }
 
 /*
+ * CitusWorkerBeforeDistribute says whether this node is a Citus worker
+ * (a group other than the coordinator's 0) whose idemgate is not
+ * distributed yet: its tables are placeholders that distribute() is about
+ * to change (docs/citus.md), so its dispatcher leaves them alone rather
+ * than race that DDL into a deadlock. Only asked while not distributed.
+ */
+bool
+CitusWorkerBeforeDistribute(void)
+{
+	int			rc;
+	bool		worker;
+
+	if (IdemgateIsDistributed() ||
+		!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute("SELECT 1 FROM pg_catalog.pg_dist_local_group"
+					 " WHERE groupid OPERATOR(pg_catalog.>) 0", true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_dist_local_group: %s", SPI_result_code_string(rc));
+	worker = SPI_processed > 0;
+	SPI_finish();
+	return worker;
+}
+
+/*
  * IdemgateTableIsDistributed says whether idemgate.<name> is a Citus
  * table (not cached: for callers that cache it themselves).
  */

@@ -25,6 +25,7 @@
 
 extern bool IdemgateIsDistributed(void);
 extern bool IdemgateTableIsDistributed(const char *name);
+extern bool CitusWorkerBeforeDistribute(void);
 extern int	KeyBucket(const char *key, int len);
 extern int	UuidBucket(const pg_uuid_t *id);
 extern void StampUuidBucket(pg_uuid_t *id, int bucket);

@@ -76,6 +76,9 @@ DECLARE
   worker_ddl text;
   def text;
   newdef text;
+  all_tables text;
+  attempt integer;
+  locked boolean := false;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
     RAISE EXCEPTION 'idemgate.distribute needs the citus extension in this database'
@@ -104,9 +107,30 @@ BEGIN
             HINT = 'Add workers with citus_add_node first.';
   END IF;
 
-  -- Nothing may write the tables while they change hands.
-  LOCK TABLE idemgate.runs, idemgate.outbox, idemgate.approvals, idemgate.events,
-             idemgate.dead_letters, idemgate.tombstones IN ACCESS EXCLUSIVE MODE;
+  -- Nothing may read or write the tables while they change hands: every
+  -- idemgate table at once or none (NOWAIT, retried). A dispatcher's
+  -- statement locks its tables one by one; had we waited holding some, it
+  -- could hold one we need while it waits for one we hold — a deadlock
+  -- that cancelled distribute(). A worker's dispatcher leaves its tables
+  -- alone until distribute() is done (src/distributed.c).
+  all_tables := (SELECT pg_catalog.string_agg(c.oid::pg_catalog.regclass::text, ', ' ORDER BY c.oid)
+                   FROM pg_catalog.pg_class c
+                  WHERE c.relnamespace OPERATOR(pg_catalog.=) 'idemgate'::pg_catalog.regnamespace
+                    AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p}'));
+  FOR attempt IN 1..1200 LOOP
+    BEGIN
+      EXECUTE 'LOCK TABLE ' OPERATOR(pg_catalog.||) all_tables OPERATOR(pg_catalog.||) ' IN ACCESS EXCLUSIVE MODE NOWAIT';
+      locked := true;
+    EXCEPTION WHEN lock_not_available THEN
+      PERFORM pg_catalog.pg_sleep(0.05);
+    END;
+    EXIT WHEN locked;
+  END LOOP;
+  IF NOT locked THEN
+    RAISE EXCEPTION 'could not lock idemgate''s tables within 60 s'
+      USING ERRCODE = '55P03',
+            HINT = 'A long transaction holds one of them (pg_locks names it); end it and call idemgate.distribute() again.';
+  END IF;
   PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
   -- control and paused_effect_types keep their send-barrier triggers on
   -- every copy (src/send_barrier.c); bundle_members its canonical-name one.

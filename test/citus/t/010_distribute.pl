@@ -7,7 +7,8 @@
 #    colocation group with shards on both workers, the configuration tables
 #    are reference tables, and ids and tokens made before still work. A
 #    second call only says so (NOTICE); on a worker, and on a server
-#    without Citus, it is refused with 0A000.
+#    without Citus, it is refused with 0A000. Every node's dispatcher polls
+#    every 10 ms through it, and no node logs a deadlock.
 use strict;
 use warnings;
 
@@ -16,8 +17,13 @@ use CitusCluster;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
 
-my $cl = citus_cluster('dist');
+# Dispatchers that poll every 10 ms on every node: distribute() must not
+# deadlock with their rounds (it locks every table at once or waits, and a
+# worker's dispatcher leaves its tables alone until distribute() is done).
+my $cl = citus_cluster('dist', conf => { 'idemgate.poll_interval' => '10ms' });
 my $coord = $cl->{coord};
 
 my @per_run = qw(runs outbox approvals dead_letters events tombstones);
@@ -70,8 +76,33 @@ my %before;
 cmp_ok($before{$_}, '>', 0, "$_ has rows before distribute") for @per_run, qw(endpoints paused_effect_types watched_workflows);
 
 # --- distribute ------------------------------------------------------------
-my ($ret, $out, $err) = psql_result($coord, 'SELECT idemgate.distribute()');
-is($ret, 0, 'distribute() succeeds on the coordinator') or diag($err);
+# A transaction that wrote one table when distribute() began and reads
+# another after, as the housekeeping's publish_alerts() does (alert_state,
+# then the outbox): distribute() takes every table at once or none, so it
+# never holds one such a transaction waits for. It used to lock the
+# per-run tables first, then wait for the writer to make alert_state a
+# reference table: a deadlock.
+my $reader = $coord->background_psql('app');
+$reader->query_safe('BEGIN');
+$reader->query_safe('LOCK TABLE idemgate.alert_state IN ROW EXCLUSIVE MODE');
+my ($dout, $derr) = ('', '');
+my $dist = IPC::Run::start(
+	[ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $coord->connstr('app'),
+		'-c', 'SELECT idemgate.distribute()' ],
+	'>', \$dout, '2>', \$derr, IPC::Run::timeout(240));
+usleep(1_500_000);	# distribute() is trying (past a deadlock_timeout)
+my $later = eval { $reader->query_safe('SELECT count(*) FROM idemgate.outbox') };
+like($later // $@, qr/^\d+$/, 'the reader goes on reading while distribute() waits for it');
+$reader->query_safe('COMMIT');
+$reader->quit;
+my $ret = $dist->finish ? 0 : 1;
+my ($out, $err);
+is($ret, 0, 'distribute() succeeds on the coordinator once the reader is done') or diag($derr);
+for my $n (@{ $cl->{nodes} })
+{
+	unlike(slurp_file($n->logfile), qr/deadlock/,
+		'no deadlock between distribute() and the dispatchers on ' . $n->name);
+}
 
 my $after = $coord->safe_psql('app', "SELECT $count_sql");
 my %after;
