@@ -130,11 +130,13 @@
 #include "killswitch.h"
 #include "outbox.h"
 #include "outbox_dispatch.h"
+#include "outbox_lookups.h"
 #include "pg_compat.h"
 #include "rate_limit.h"
 #include "response.h"
 #include "secrets.h"
 #include "send_barrier.h"
+#include "status_url.h"
 #include "spi_util.h"
 #include "worker_signals.h"
 
@@ -157,6 +159,14 @@
 #define SETTLE_INTERVAL_MS	1000
 /* How often effects held behind open circuits are checked against circuit_max_hold. */
 #define HELD_CHECK_MS		10000
+
+/*
+ * Status look-ups of unknown effects (src/outbox_lookups.c) are claimed at
+ * most once a second, LOOKUP_BATCH at a time: unknown effects are rare,
+ * and their look-ups wait seconds to an hour between asks anyway.
+ */
+#define LOOKUP_INTERVAL_MS	1000
+#define LOOKUP_BATCH		16
 /*
  * On a Citus worker, each of these sweeps is a statement per shard that
  * Citus plans with the shard's ~2,048 buckets: an idle worker spent some
@@ -206,6 +216,7 @@ typedef struct Claimed
 	const char *denied_why;
 	char	   *secret_missing;	/* a secret its headers name that is missing (FATE_HOLD) */
 	bool		probe;			/* its endpoint's circuit is open: this is the probe */
+	bool		lookup;			/* a status look-up (GET) of an unknown effect */
 	int			record_failures;
 	double		rate_limit;		/* endpoint's requests/s; 0 = none */
 	int			endpoint_max;	/* endpoint's max_in_flight; 0 = none */
@@ -231,6 +242,7 @@ static ClaimBatch *claiming = NULL;	/* batch being filled by ClaimEffects */
 static TimestampTz next_settle = 0;	/* when RoundWork settles expired leases next */
 static bool gone_leases_settled = false;	/* see src/dispatcher_leases.c */
 static TimestampTz next_held_check = 0;	/* when DeadLetterHeldTooLong runs next */
+static TimestampTz next_lookups = 0;	/* when ClaimLookups runs next */
 
 /* ---------------------------------------------------------------- SQL */
 
@@ -322,6 +334,33 @@ FailureClass(const HttpRequest *r)
 }
 
 /*
+ * RecordLookup records a status look-up's answer (src/outbox_lookups.c):
+ * 2xx delivered, 404 never received, anything else (no answer too) still
+ * unknown. One not sent (kill switch, pause, a missing secret, a URL no
+ * longer allowed) leaves the effect unknown, due as before. Endpoint
+ * health does not count look-ups.
+ */
+static void
+RecordLookup(Claimed *it)
+{
+	HttpRequest *r = &it->req;
+	int			status = r->curl_code == CURLE_OK ? (int) r->status : 0;
+	char	   *pid = NULL;
+	LookupResult result;
+
+	if (it->fate != FATE_SENT)
+	{
+		GiveBackLookup(&it->effect_id, &it->batch->owner);
+		return;
+	}
+	if (status >= 200 && status < 300)
+		pid = ProviderIdFrom(r->resp_body, r->resp_len, it->provider_id_field);
+	result = RecordLookupAnswer(&it->effect_id, &it->batch->owner, status, pid);
+	if (result == LOOKUP_DELIVERED)
+		pg_atomic_fetch_add_u64(&my_shared->completed, 1);
+}
+
+/*
  * RecordOutcome records one finished effect exactly as complete_effect /
  * fail_effect would. Classification:
  *   2xx                             completed (provider id from the body)
@@ -353,6 +392,11 @@ RecordOutcome(Claimed *it)
 	int			status = (int) r->status;
 	int			flags = 0;
 
+	if (it->lookup)
+	{
+		RecordLookup(it);
+		return;
+	}
 	if (it->fate == FATE_RELEASE || it->fate == FATE_HOLD)
 	{
 		ReleaseItem(it, it->fate == FATE_HOLD ? IDEMGATE_SECRET_HOLD_SECS : 0);
@@ -450,6 +494,48 @@ static int	node_group = -1;
 static bool awaiting_distribute = false;
 
 /*
+ * SetHeaderLines gives item it its request's header lines: first and
+ * second, then the endpoint's own (headers, a text[] of "Name: value"),
+ * each ${secret:NAME} resolved here, in memory only (src/secrets.c). A
+ * secret the file lacks is noted in it->secret_missing (the item is held).
+ */
+static void
+SetHeaderLines(Claimed *it, Datum headers, const char *first, const char *second)
+{
+	MemoryContext cxt = it->batch->cxt;
+	Datum	   *hdatums;
+	bool	   *hnulls;
+	int			nh;
+	char	  **hlines;
+	int			nlines = 0;
+
+	deconstruct_array(DatumGetArrayTypeP(headers), TEXTOID, -1, false, TYPALIGN_INT,
+					  &hdatums, &hnulls, &nh);
+	hlines = MemoryContextAlloc(cxt, sizeof(char *) * (nh + 2));
+	hlines[nlines++] = MemoryContextStrdup(cxt, first);
+	hlines[nlines++] = MemoryContextStrdup(cxt, second);
+	for (int h = 0; h < nh; h++)
+	{
+		char	   *line;
+		char	   *missing;
+
+		if (hnulls[h])
+			continue;
+		line = ResolveSecrets(TextDatumGetCString(hdatums[h]), &missing);
+		if (line == NULL)
+		{
+			it->secret_missing = MemoryContextStrdup(cxt, missing);
+			continue;
+		}
+		if (!HttpHeaderLineSafe(line))
+			continue;			/* a CR/LF could smuggle headers: drop it */
+		hlines[nlines++] = MemoryContextStrdup(cxt, line);
+	}
+	it->req.headers = (const char *const *) hlines;
+	it->req.nheaders = nlines;
+}
+
+/*
  * TakeClaimedRows turns the rows a claim statement just marked sending
  * (SPI_tuptable) into items of batch arg, appended to started[] (a
  * ClaimedRowsReader: on Citus it is called once per shard).
@@ -464,12 +550,6 @@ TakeClaimedRows(void *arg)
 	{
 		bool		isnull;
 		Claimed	   *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
-		ArrayType  *harr;
-		Datum	   *hdatums;
-		bool	   *hnulls;
-		int			nh;
-		char	  **hlines;
-		int			nlines = 0;
 		int64		timeout_ms;
 		text	   *body;
 
@@ -482,31 +562,8 @@ TakeClaimedRows(void *arg)
 		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
 		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 6, &isnull)));
 
-		harr = DatumGetArrayTypeP(GetResultDatum(i, 7, &isnull));
-		deconstruct_array(harr, TEXTOID, -1, false, TYPALIGN_INT, &hdatums, &hnulls, &nh);
-		hlines = MemoryContextAlloc(bcxt, sizeof(char *) * (nh + 2));
-		hlines[nlines++] = "Content-Type: application/json";
-		hlines[nlines++] = MemoryContextStrdup(bcxt, psprintf("Idempotency-Key: %s", UuidText(&it->effect_id)));
-		for (int h = 0; h < nh; h++)
-		{
-			char	   *line;
-			char	   *missing;
-
-			if (hnulls[h])
-				continue;
-			/* ${secret:NAME} gets its value here, in memory only (src/secrets.c). */
-			line = ResolveSecrets(TextDatumGetCString(hdatums[h]), &missing);
-			if (line == NULL)
-			{
-				it->secret_missing = MemoryContextStrdup(bcxt, missing);
-				continue;
-			}
-			if (!HttpHeaderLineSafe(line))
-				continue;		/* a CR/LF could smuggle headers: drop it */
-			hlines[nlines++] = MemoryContextStrdup(bcxt, line);
-		}
-		it->req.headers = (const char *const *) hlines;
-		it->req.nheaders = nlines;
+		SetHeaderLines(it, GetResultDatum(i, 7, &isnull), "Content-Type: application/json",
+					   psprintf("Idempotency-Key: %s", UuidText(&it->effect_id)));
 
 		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 9, &isnull)));
 		{
@@ -640,11 +697,82 @@ ClaimEffects(int limit)
 	pg_atomic_fetch_add_u64(&my_shared->claimed, n_started);
 }
 
+/*
+ * TakeLookupRows turns the unknown effects ClaimUnknownForLookup just
+ * leased (SPI_tuptable) into status look-ups of batch arg, GETs of their
+ * endpoint's status URL, appended to started[] (a ClaimedRowsReader).
+ */
+static void
+TakeLookupRows(void *arg)
+{
+	ClaimBatch *b = (ClaimBatch *) arg;
+	MemoryContext bcxt = b->cxt;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Claimed    *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
+		Datum		d;
+		char	   *provider_id;
+		char	   *url;
+
+		it->batch = b;
+		it->lookup = true;
+		memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(i, LOOKUP_COL_EFFECT_ID, &isnull)),
+			   sizeof(pg_uuid_t));
+		d = GetResultDatum(i, LOOKUP_COL_PROVIDER_ID, &isnull);
+		provider_id = isnull ? NULL : TextDatumGetCString(d);
+		url = StatusUrlFor(TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_STATUS_URL, &isnull)),
+						   UuidText(&it->effect_id), provider_id);
+		if (url == NULL)		/* the claim asked for a provider id: not reached */
+			url = "";
+		it->req.url = MemoryContextStrdup(bcxt, url);
+		it->req.timeout_ms = (long) Max(Min(DatumGetInt64(GetResultDatum(i, LOOKUP_COL_TIMEOUT_MS, &isnull)),
+											(int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
+		it->req.body = NULL;	/* GET: a look-up decides nothing at the provider */
+		SetHeaderLines(it, GetResultDatum(i, LOOKUP_COL_HEADERS, &isnull), "Accept: application/json",
+					   "Cache-Control: no-cache");
+		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_EFFECT_TYPE, &isnull)));
+		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_PROVIDER_ID_FIELD, &isnull)));
+		d = GetResultDatum(i, LOOKUP_COL_RATE_LIMIT, &isnull);
+		it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
+		d = GetResultDatum(i, LOOKUP_COL_MAX_IN_FLIGHT, &isnull);
+		it->endpoint_max = isnull ? 0 : DatumGetInt32(d);
+		it->fate = it->secret_missing ? FATE_HOLD : FATE_SENT;
+		b->remaining++;
+		started[n_started++] = it;
+	}
+}
+
+/*
+ * ClaimLookups leases up to limit unknown effects for a status look-up
+ * (src/outbox_lookups.c); the items go to started[] with the claimed
+ * effects, under the same kill switch, pauses, send barrier and limits.
+ */
+static void
+ClaimLookups(int limit)
+{
+	ClaimBatch *b;
+	MemoryContext bcxt;
+
+	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate look-up batch",
+								 ALLOCSET_SMALL_SIZES);
+	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
+	b->cxt = bcxt;
+	claiming = b;
+	DispatcherLeaseOwner(&b->owner);
+	ClaimUnknownForLookup(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
+						  TakeLookupRows, b);
+	claiming = NULL;
+	if (b->remaining == 0)
+		MemoryContextDelete(bcxt);
+}
+
 /* IsDelivered tells whether a finished item was answered 2xx. */
 static bool
 IsDelivered(Claimed *it)
 {
-	return it->fate == FATE_SENT && it->req.curl_code == CURLE_OK &&
+	return !it->lookup && it->fate == FATE_SENT && it->req.curl_code == CURLE_OK &&
 		it->req.status >= 200 && it->req.status < 300;
 }
 
@@ -904,6 +1032,11 @@ RoundWork(void *arg)
 		{
 			ClaimEffects(round->limit);
 			round->claimed = n_started;
+			if (n_started < round->limit && GetCurrentTimestamp() >= next_lookups)
+			{
+				ClaimLookups(Min(round->limit - n_started, LOOKUP_BATCH));
+				next_lookups = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOOKUP_INTERVAL_MS);
+			}
 			if (GetCurrentTimestamp() >= next_held_check)
 			{
 				DeadLetterHeldTooLong();

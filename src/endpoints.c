@@ -40,6 +40,7 @@
 #include "rate_limit.h"
 #include "secrets.h"
 #include "spi_util.h"
+#include "status_url.h"
 #include "idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
@@ -60,6 +61,13 @@ static SavedStatement upsert_stmt = {
 	"     provider_id_field = excluded.provider_id_field, updated_at = excluded.updated_at"
 	" RETURNING (xmax OPERATOR(pg_catalog.=) 0) AS created",
 	7, {TEXTOID, TEXTOID, INTERVALOID, INT4OID, BOOLOID, JSONBOID, TEXTOID}
+};
+
+/* 1.3: where the provider answers status look-ups (src/status_url.c). */
+static SavedStatement set_status_url_stmt = {
+	"UPDATE idemgate.endpoints SET status_url = $2"
+	" WHERE effect_type OPERATOR(pg_catalog.=) $1",
+	2, {TEXTOID, TEXTOID}
 };
 
 /* StripBrackets returns host without the [] of an IPv6 literal. */
@@ -395,9 +403,42 @@ AuditEndpointUrl(EventDetails *details, const char *url)
 }
 
 /*
+ * StatusUrlArg reads and checks status_url (argno, 1.3): NULL, or a
+ * template whose placeholders status_url.c fills and whose URLs pass the
+ * endpoints' destination rules. 22023 otherwise.
+ */
+static text *
+StatusUrlArg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *arg;
+	char	   *template;
+	const char *problem;
+	char	   *why;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return NULL;
+	arg = TextArg(fcinfo, argno, "status_url", IDEMGATE_MAX_URL_BYTES);
+	template = text_to_cstring(arg);
+	problem = StatusUrlProblem(template);
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"status_url\" is not allowed: %s", problem),
+				 errhint("For example https://api.example.com/v1/messages?idempotency_key=" STATUS_URL_EFFECT_ID)));
+	/* The URLs it makes must pass the endpoints' rules: try one. */
+	if (!EndpointUrlAllowed(StatusUrlFor(template, "00000000-0000-0000-0000-000000000000", "p"), &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"status_url\" is not allowed: %s", why),
+				 errhint("The same rules as the endpoint's url: https to a public host, or a host listed in idemgate.allowed_http_hosts.")));
+	return arg;
+}
+
+/*
  * idemgate_register_endpoint implements register_endpoint(effect_type,
  * url, timeout, max_attempts, honors_idempotency_key, headers,
- * provider_id_field): creates or replaces the endpoint of an effect type.
+ * provider_id_field, rate_limit, max_in_flight, status_url): creates or
+ * replaces the endpoint of an effect type.
  */
 Datum
 idemgate_register_endpoint(PG_FUNCTION_ARGS)
@@ -418,6 +459,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	bool		rate_null;
 	Datum		max_in_flight;
 	bool		max_null;
+	text	   *status_url;
 
 	if (IsReservedEffectType(text_to_cstring(effect_type)))
 		ereport(ERROR,
@@ -446,12 +488,23 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", IDEMGATE_MAX_NAME_BYTES);
 	/* 1.1: rate_limit, max_in_flight (src/rate_limit.c). */
 	EndpointLimitsArgs(fcinfo, 7, &rate_limit, &rate_null, &max_in_flight, &max_null);
+	status_url = StatusUrlArg(fcinfo, 9);
 
 	ConnectSPI();
 	created = UpsertEndpoint(effect_type, url, timeout, max_attempts, honors, headers,
 							 provider_id_field);
 	if (PG_NARGS() > 7)			/* the 1.1 signature; 1.0 has no such columns */
 		StoreEndpointLimits(effect_type, rate_limit, rate_null, max_in_flight, max_null);
+	if (PG_NARGS() > 9)			/* 1.3 */
+	{
+		Datum		values[2];
+		char		nulls[2] = {' ', status_url ? ' ' : 'n'};
+
+		values[0] = PointerGetDatum(effect_type);
+		values[1] = PointerGetDatum(status_url);
+		if (ExecSaved(&set_status_url_stmt, values, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not store the status URL");
+	}
 
 	DetailsInit(&details);
 	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
@@ -464,6 +517,15 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	DetailsText(&details, "rate_limit", rate_null ? NULL : psprintf("%g", DatumGetFloat8(rate_limit)));
 	if (!max_null)
 		DetailsInt(&details, "max_in_flight", DatumGetInt32(max_in_flight));
+	if (status_url != NULL)		/* like url: scheme and host fingerprint only */
+	{
+		EventDetails su;
+
+		DetailsInit(&su);
+		AuditEndpointUrl(&su, StatusUrlFor(text_to_cstring(status_url),
+										   "00000000-0000-0000-0000-000000000000", "p"));
+		DetailsJsonb(&details, "status_url", DetailsFinish(&su));
+	}
 	RecordEvent(NULL, NULL, "endpoint_registered", GetUserNameFromId(GetOuterUserId(), false),
 				DetailsFinish(&details));
 	WakeDispatcherAtCommit();	/* pending effects of this type may go now */

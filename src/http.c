@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * src/http.c
- *	  Concurrent HTTP POSTs for the dispatcher, on libcurl's multi interface.
+ *	  Concurrent HTTP POSTs (and status look-ups, GET: body NULL) for the
+ *	  dispatcher, on libcurl's multi interface.
  *
  * Design note. One multi handle per dispatcher process lives for the life
  * of the process, so its connection cache keeps keep-alive connections to
@@ -440,12 +441,17 @@ HttpStart(HttpRequest *req)
 	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(easy, CURLOPT_POST, 1L);
-	curl_easy_setopt(easy, CURLOPT_READFUNCTION, ReadBody);
-	curl_easy_setopt(easy, CURLOPT_READDATA, req);
-	curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, RefuseRewind);
-	curl_easy_setopt(easy, CURLOPT_SEEKDATA, req);
-	curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_len);
+	if (req->body != NULL)
+	{
+		curl_easy_setopt(easy, CURLOPT_POST, 1L);
+		curl_easy_setopt(easy, CURLOPT_READFUNCTION, ReadBody);
+		curl_easy_setopt(easy, CURLOPT_READDATA, req);
+		curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, RefuseRewind);
+		curl_easy_setopt(easy, CURLOPT_SEEKDATA, req);
+		curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) req->body_len);
+	}
+	else
+		curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);	/* a status look-up: it decides nothing */
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, req->timeout_ms);
 	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, req->timeout_ms);

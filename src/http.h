@@ -22,7 +22,7 @@ typedef struct HttpRequest
 {
 	/* request */
 	const char *url;
-	const char *body;
+	const char *body;			/* NULL: a GET (a status look-up) */
 	size_t		body_len;
 	const char *const *headers;	/* "Name: value" lines */
 	int			nheaders;

@@ -771,7 +771,7 @@ ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
 		Datum		mark[lengthof(claim->mark->argtypes)];
 
 		/* Only the buckets with something due (on this node's shards). */
-		if ((buckets = ShardBucketsWithWork(set, SHARD_DUE_EFFECTS)) == (Datum) 0)
+		if ((buckets = ShardBucketsWithWork(set, (ShardWork) claim->work)) == (Datum) 0)
 			continue;
 
 		values[claim->limit_arg] = Int32GetDatum(limit - (int) taken);

@@ -108,6 +108,7 @@ typedef struct ShardClaim
 	int			limit_arg;
 	int			which;			/* SHARDS_LOCAL or SHARDS_SCAN */
 	int		   *next_shard;
+	int			work;			/* ShardWork of its rows; 0: due effects */
 } ShardClaim;
 extern uint64 ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
 								ClaimedRowsReader take, void *arg);

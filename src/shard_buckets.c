@@ -177,6 +177,8 @@ static const struct
 	" AND lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now()"},
 	[SHARD_EXPIRED_APPROVALS] = {"approvals",
 		"consumed_at IS NULL AND expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()"},
+	[SHARD_UNKNOWN_EFFECTS] = {"outbox",
+		"state OPERATOR(pg_catalog.=) 'unknown'"},
 };
 
 /*

@@ -25,6 +25,7 @@ typedef enum
 	SHARD_DUE_EFFECTS,			/* the dispatcher's claim */
 	SHARD_EXPIRED_LEASES,		/* SettleExpiredLeases */
 	SHARD_EXPIRED_APPROVALS,	/* ExpireApprovals */
+	SHARD_UNKNOWN_EFFECTS,		/* status look-ups (src/outbox_lookups.c) */
 	SHARD_WORK_KINDS
 } ShardWork;
 

@@ -136,13 +136,17 @@ my %intended = (
 	],
 	# 1.3: runs left approved with all their effects settled and one
 	# failed end failed_terminal (checked on their own below).
-	# reinject gained payload, and its bundle row follows the new signature.
+	# reinject and register_endpoint gained an argument, and their bundle
+	# rows follow the new signatures.
 	'1.2--1.3' => [
 		"UPDATE upd_snap.idemgate_runs s SET state = r.state, version = r.version, updated_at = r.updated_at"
 		  . " FROM idemgate.runs r WHERE r.idempotency_key = s.idempotency_key"
 		  . " AND s.state IN ('approved', 'failed_terminal') AND r.state = 'failed_terminal'",
 		"UPDATE upd_snap.idemgate_bundle_members SET fn = 'idemgate.reinject(bigint,text,jsonb)'"
 		  . " WHERE fn = 'idemgate.reinject(bigint,text)'",
+		# register_endpoint gained status_url (39_status_url.sql).
+		"UPDATE upd_snap.idemgate_bundle_members SET fn = 'idemgate.register_endpoint(text,text,interval,integer,boolean,jsonb,text,double precision,integer,text)'"
+		  . " WHERE fn = 'idemgate.register_endpoint(text,text,interval,integer,boolean,jsonb,text,double precision,integer)'",
 		# events lose the dead letter's error text and show keyed payload
 		# hashes.
 		"UPDATE upd_snap.idemgate_events SET details = details - 'error' WHERE kind = 'dead_lettered'",
