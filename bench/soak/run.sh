@@ -8,7 +8,8 @@
 #	  --minutes, while at random moments a dispatcher is killed (SIGKILL
 #	  or SIGTERM), the postmaster is killed and started again, the kill
 #	  switch is flipped, a type paused, and purge, reinject_all, cancels
-#	  and resolve_effect run. It checks as it goes and after a drain; see
+#	  and resolve_effect run, and one provider has outage windows (15 s of
+#	  503 every 40 s). It checks as it goes and after a drain; see
 #	  bench/soak/soak.py for what counts as lost, duplicated and held.
 #	  Last lines: "N passed, M failed", then
 #	  "soak: N min, E effects, L lost, D duplicated to non-idempotent
@@ -105,12 +106,15 @@ $PSQL -d postgres -c 'CREATE DATABASE soak' -c "ALTER DATABASE soak SET synchron
 # 500, an answer after the 1 s timeout, a dropped and a reset connection
 # and a 200 cut off mid-body (all three after the whole request was read:
 # lost after send), 400. plain and steady do not honour the
-# Idempotency-Key, idem does.
+# Idempotency-Key, idem does. flaky is a provider down (503) for 15 s of
+# every 40 s: its circuit opens, holds and probes (docs/dispatcher.md,
+# "Endpoint health").
 MIX="$SINK_URL/mix/200:80,429:5,503:5,500:3,delay1500:3,drop:1,reset:1,partial:1,400:2?retry_after=1"
 $PSQL -d soak -c 'CREATE EXTENSION idemgate' \
 	-c "SELECT idemgate.register_endpoint('plain', '$MIX', '1 second', 4, false)" \
 	-c "SELECT idemgate.register_endpoint('idem', '$MIX', '1 second', 4, true)" \
-	-c "SELECT idemgate.register_endpoint('steady', '$SINK_URL/ok', '5 seconds', 4, false)" >/dev/null
+	-c "SELECT idemgate.register_endpoint('steady', '$SINK_URL/ok', '5 seconds', 4, false)" \
+	-c "SELECT idemgate.register_endpoint('flaky', '$SINK_URL/windows/40000,15000', '1 second', 4, false)" >/dev/null
 for _ in $(seq 100); do
 	[ "$($PSQL -d soak -c 'SELECT count(*) FROM idemgate.dispatcher_status() WHERE pid IS NOT NULL')" -ge 2 ] && break
 	sleep 0.1

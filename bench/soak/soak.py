@@ -75,12 +75,12 @@ A = ap.parse_args()
 
 SEED = A.seed if A.seed is not None else int(time.time())
 rnd = random.Random(SEED)
-PLAIN = {'plain', 'steady'}			# honors_idempotency_key false
+PLAIN = {'plain', 'steady', 'flaky'}	# honors_idempotency_key false
 # Complete answers that say the provider did not act: after one of these
 # a non-idempotent endpoint may get the effect again (400: through the
 # dead letter and its reinjection).
 REFUSALS = {400, 429, 502, 503, 504}
-TYPES = ['plain', 'idem', 'steady']
+TYPES = ['plain', 'idem', 'steady', 'flaky']	# flaky: outage windows (run.sh)
 T0 = time.time()
 
 
@@ -114,7 +114,8 @@ SELECT e.version FROM idemgate.claim('soak-' || gen_random_uuid(), '{"kind": "au
     CASE WHEN :t <= 40 THEN '[{"type": "plain", "target": "a", "payload": {"n": 1}}]'::jsonb
          WHEN :t <= 70 THEN '[{"type": "idem", "target": "a", "payload": {"n": 1}}]'::jsonb
          WHEN :t <= 85 THEN '[{"type": "plain", "target": "a", "payload": {}}, {"type": "idem", "target": "b", "payload": {}}]'::jsonb
-         ELSE '[{"type": "steady", "target": "a", "payload": {}}]'::jsonb END) e;
+         WHEN :t <= 93 THEN '[{"type": "steady", "target": "a", "payload": {}}]'::jsonb
+         ELSE '[{"type": "flaky", "target": "a", "payload": {}}]'::jsonb END) e;
 """
 
 APPROVAL_SQL = """\\set d random(1, 20)
@@ -684,6 +685,18 @@ for eid in dups[:20]:
 for eid, n, why in held[:20]:
 	log('SENT WHILE HELD %s request n=%d %s' % (eid, n, why))
 
+# Outage windows (the flaky type, run.sh): the circuit opened and closed
+# on its own; what the windows cost.
+circ = try_psql("""SELECT count(*) FILTER (WHERE kind = 'endpoint_circuit_opened'),
+	count(*) FILTER (WHERE kind = 'endpoint_circuit_closed')
+	FROM idemgate.events WHERE kind LIKE 'endpoint_circuit_%' AND details->>'effect_type' = 'flaky'""")
+circ_opened, circ_closed = (int(circ[0][0]), int(circ[0][1])) if circ else (0, 0)
+flaky_dead = try_psql("SELECT count(*) FROM idemgate.dead_letters WHERE effect_type = 'flaky'")
+log('outage windows (flaky, 15 s of 503 every 40 s): %d effects, %d answered 503, circuit opened %d and closed %d times, %s dead letters'
+	% (sum(1 for e in effects.values() if e.get('type') == 'flaky'),
+	   sum(c for (t, k), c in answers.items() if t == 'flaky' and k == '503'),
+	   circ_opened, circ_closed, flaky_dead[0][0] if flaky_dead else '?'))
+
 crashes = []
 try:
 	with open(os.path.join(A.dir, 'server.log'), errors='replace') as f:
@@ -706,6 +719,8 @@ checks = [
 	(stalled is not None and stalled[0][0] == '0',
 	 'no run left approved with its effects completed or cancelled (%s)' % (stalled[0][0] if stalled else '?')),
 	(not crashes, 'no process crashed by itself (server log: %d PANIC, assertion or signal 6/11)' % len(crashes)),
+	(circ_opened >= 1, 'outage windows opened the flaky endpoint\'s circuit (%d times, closed %d)'
+	 % (circ_opened, circ_closed)),
 	(len(effects) >= A.minutes * 60 * A.rate * 0.3, '%d effects flowed (at least %d expected)'
 	 % (len(effects), A.minutes * 60 * A.rate * 0.3)),
 ]

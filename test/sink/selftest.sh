@@ -177,6 +177,13 @@ check "Retry-After seconds" "Retry-After: 7" "$(grep -i '^retry-after' "$TMP/h" 
 check "error body" '{"error":"injected"}' "$(cat "$TMP/b")"
 check "log status 503" 503 "$(logq $N .status)"
 
+# Outage windows: down for the whole period, never down, bad arguments.
+check "/windows down" 503 "$(code "$B/windows/86400000,86400000" -d '{}')"
+check "/windows up" 200 "$(code "$B/windows/86400000,0" -d '{}')"
+check "/windows zero period" 400 "$(code "$B/windows/0,0" -d '{}')"
+check "/windows down longer than period" 400 "$(code "$B/windows/10,20" -d '{}')"
+N=$((N + 4))
+
 curl -s -m 5 -o "$TMP/b" "$B/status/400?error_body=%C3%A9x&error_repeat=3" -d '{}'
 N=$((N + 1))
 check "error_body repeated" 'éxéxéx' "$(cat "$TMP/b")"

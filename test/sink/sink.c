@@ -5,7 +5,8 @@
  *
  * The dispatcher POSTs effects to their targets with libcurl. This program
  * plays the target: it answers by path (/ok, /status/<code>, /delay/<ms>,
- * /drop, /reset, /partial, /seq/<codes>, /mix/<weighted steps>), writes one
+ * /drop, /reset, /partial, /seq/<codes>, /mix/<weighted steps>, /outage/<ms>,
+ * /windows/<period>,<down>), writes one
  * JSON line per request to a log,
  * and keeps per-Idempotency-Key counters served at GET /__stats. See
  * test/sink/README.md for the paths and options.
@@ -1860,6 +1861,22 @@ Route(Server *srv, const Request *req, StrEntry *key)
 			if (now - srv->outage_start_ms < ms)
 				act.code = 503;
 		}
+	}
+	else if (HasPrefix(p, n, "/windows/"))
+	{
+		/*
+		 * Outage windows: 503 for the first down ms of every period ms,
+		 * counted from the sink's start, then 200 like /ok (the soak).
+		 */
+		const char *comma = memchr(p + 9, ',', n - 9);
+		uint64_t	period;
+
+		if (comma == NULL ||
+			!ParseUint(p + 9, (size_t) (comma - (p + 9)), 86400000, &period) || period == 0 ||
+			!ParseUint(comma + 1, (size_t) (p + n - comma - 1), 86400000, &ms) || ms > period)
+			act.code = 400;
+		else if ((uint64_t) (MonoMs() - srv->start_ms) % period < ms)
+			act.code = 503;
 	}
 	return act;
 }
