@@ -2,8 +2,10 @@
 EXTENSION = idemgate
 MODULE_big = idemgate
 
-# One concern per file: every src/*.c is part of the library.
-OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+# One concern per file, the files in folders by layer (docs/architecture.md):
+# every src/*.c and src/<layer>/*.c is part of the library. Includes name
+# the layer: #include "core/guc.h".
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 
 # The version is written once, in idemgate.control (default_version).
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTENSION).control)
@@ -52,4 +54,4 @@ tapcheck:
 .PHONY: regresscheck isolationcheck tapcheck FORCE
 
 # PGXS does not track headers: a changed header rebuilds every object.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h)

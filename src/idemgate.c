@@ -10,16 +10,16 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "dispatcher.h"
-#include "dispatcher_shmem.h"
-#include "extension_notice.h"
-#include "guc.h"
-#include "payload_mismatches.h"
-#include "permission_hints.h"
-#include "rate_limit.h"
-#include "send_barrier.h"
-#include "shard_autocommit.h"
-#include "token_log_redaction.h"
+#include "delivery/dispatcher.h"
+#include "core/dispatcher_shmem.h"
+#include "core/extension_notice.h"
+#include "core/guc.h"
+#include "ledger/payload_mismatches.h"
+#include "core/permission_hints.h"
+#include "policy/rate_limit.h"
+#include "delivery/send_barrier.h"
+#include "citus/shard_autocommit.h"
+#include "core/token_log_redaction.h"
 
 PG_MODULE_MAGIC;
 

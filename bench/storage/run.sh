@@ -92,7 +92,7 @@ echo "purge of $purged runs (yesterday's $N, today's $N kept): $(python3 -c "pri
 echo "runs pages the candidate scan reads: $(echo "$scan" | sed -n 's/.*Heap Blocks: //p' | head -1) via $(echo "$scan" | grep -o 'Bitmap Index Scan on [a-z_]*\|Seq Scan on [a-z_]*' | head -1) (yesterday's runs: $old_pages pages, today's: $((all_pages - old_pages)))"
 psql_ -d bench -F ' ' -c "SELECT 'dead tuples left: ' || string_agg(relname || ' ' || n_dead_tup, ', ' ORDER BY relname) FROM pg_stat_user_tables WHERE schemaname = 'idemgate' AND n_dead_tup > 0"
 psql_ -d bench -c "SELECT 'runs left: ' || count(*) || ' (today''s)' FROM idemgate.runs"
-# 3. What purge keeps of each purged run (src/tombstones.c): a tombstone of
+# 3. What purge keeps of each purged run (src/ledger/tombstones.c): a tombstone of
 # the key's and the payload's digests, its final state and two times. Its
 # bytes per purged key on disk (heap + primary key, after VACUUM FULL), and
 # a late duplicate of a purged key: duplicate, state purged.

@@ -1,5 +1,5 @@
 -- sql/1.2--1.3/10_tombstones.sql — purge forgets payloads, not keys
--- (src/tombstones.c). For each run it deletes, purge keeps the first 8
+-- (src/ledger/tombstones.c). For each run it deletes, purge keeps the first 8
 -- bytes of the SHA-256 of its key and of its payload hash (as bigints),
 -- its final state and when it finished and was purged: a claim of that key
 -- later answers duplicate with state purged (IG001 for another payload),

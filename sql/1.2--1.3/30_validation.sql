@@ -1,10 +1,10 @@
 -- sql/1.2--1.3/30_validation.sql — validation is enforced, repair is
--- bounded (src/record_validation.c). A run keeps the verdict of its latest
+-- bounded (src/ledger/record_validation.c). A run keeps the verdict of its latest
 -- record_validation and how many were invalid: while the latest is
 -- invalid, enqueue_effect and request_approval refuse with IG004; the
 -- idemgate.max_repairs + 1-th invalid one ends the run failed_terminal
 -- with a run dead letter of class invalid_output. Constant defaults, so
--- the claim's direct path keeps the table's shape (src/claim_direct.c).
+-- the claim's direct path keeps the table's shape (src/ledger/claim_direct.c).
 ALTER TABLE idemgate.runs
     ADD COLUMN output_invalid boolean NOT NULL DEFAULT false,
     ADD COLUMN invalid_outputs integer NOT NULL DEFAULT 0;

@@ -1,5 +1,5 @@
 -- sql/1.2--1.3/35_secrets.sql — provider credentials outside the database
--- (README.md, "Secrets"; src/secrets.c): a header value may name a secret,
+-- (README.md, "Secrets"; src/policy/secrets.c): a header value may name a secret,
 -- "Bearer ${secret:crm_token}", kept in the file idemgate.secrets_file
 -- names, never in a table, a dump, WAL, an event or a log line.
 -- missing_secrets(headers) names the secrets a header object refers to

@@ -1,5 +1,5 @@
 -- sql/1.2--1.3/38_endpoint_circuits.sql — endpoint health (SPEC §22;
--- src/endpoint_circuits.c; docs/operations.md, "Endpoint health"): after
+-- src/policy/endpoint_circuits.c; docs/operations.md, "Endpoint health"): after
 -- idemgate.circuit_failures retryable failures of one endpoint in a row
 -- its circuit opens, a row here: the dispatcher holds the endpoint's
 -- effects as pending (attempts untouched) and probes with the oldest due

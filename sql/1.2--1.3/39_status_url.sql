@@ -1,5 +1,5 @@
 -- sql/1.2--1.3/39_status_url.sql — reconciliation of unknown effects
--- (SPEC §22; src/status_url.c, src/outbox_lookups.c; docs/dispatcher.md,
+-- (SPEC §22; src/policy/status_url.c, src/outbox/outbox_lookups.c; docs/dispatcher.md,
 -- "Reconciliation"): an endpoint may name where its provider answers a
 -- status look-up, a URL template with {effect_id} (the Idempotency-Key
 -- the effect was sent with) and optionally {provider_id}. The dispatcher

@@ -158,7 +158,7 @@ WITH settings AS (
      GROUP BY t.workflow
 ), mismatches AS (
     -- Claims refused with IG001 (their transactions rolled back), counted
-    -- in shared memory per workflow (src/payload_mismatches.c).
+    -- in shared memory per workflow (src/ledger/payload_mismatches.c).
     SELECT m.workflow, m.mismatches AS n, m.first_at AS since, m.first_keys AS keys
       FROM idemgate.payload_mismatches() m
      WHERE m.firing
@@ -348,7 +348,7 @@ WITH settings AS (
       FROM waiting w
     UNION ALL
     -- secret_missing: an endpoint names a secret idemgate.secrets_file
-    -- lacks (src/secrets.c); its effects are held, since the endpoint's
+    -- lacks (src/policy/secrets.c); its effects are held, since the endpoint's
     -- last change. The count is of the missing secrets (a count of held
     -- effects would be a look-up per endpoint that Citus cannot run).
     SELECT 'secret_missing', 'effect_type:' || ep.effect_type, 'critical',

@@ -2,7 +2,7 @@
 -- "un payload mal formado sigue mal formado". An effect the provider
 -- refused (rejected: it never acted) can be sent again with a corrected
 -- payload as a new effect: a new effect_id, so a new Idempotency-Key,
--- whose replaces column names the failed one (src/reinject.c). The
+-- whose replaces column names the failed one (src/operations/reinject.c). The
 -- function gains an argument, so it is made again; roles holding the
 -- operator bundle get EXECUTE back in 99_release_grants.sql.
 ALTER TABLE idemgate.outbox ADD COLUMN replaces uuid;

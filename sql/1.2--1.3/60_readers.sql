@@ -7,7 +7,7 @@
 --   - events no longer carry the dead letter's error text, and the
 --     payload hashes they and key_history show are keyed:
 --     HMAC-SHA-256(secret, payload hash) with a secret made here that only
---     the extension owner reads (src/payload_hmac.c).
+--     the extension owner reads (src/ledger/payload_hmac.c).
 
 -- The secret: 64 random bytes K (from two v4 UUIDs' pg_strong_random bits,
 -- through SHA-256), kept as HMAC's two pads K xor 0x36 and K xor 0x5c so

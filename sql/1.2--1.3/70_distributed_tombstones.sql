@@ -3,7 +3,7 @@
 -- and co-located with runs, so a claim's look-up and purge's insert stay
 -- on the key's shard. A tombstone keeps no key, but its bucket is the key
 -- digest's top 16 bits (key_bucket is the first two bytes of the same
--- SHA-256, src/distributed.c), so tombstones made before get theirs from
+-- SHA-256, src/citus/distributed.c), so tombstones made before get theirs from
 -- key_digest.
 
 -- distribute_tombstones(): on the coordinator of an install whose runs are
@@ -112,7 +112,7 @@ BEGIN
   -- statement locks its tables one by one; had we waited holding some, it
   -- could hold one we need while it waits for one we hold — a deadlock
   -- that cancelled distribute(). A worker's dispatcher leaves its tables
-  -- alone until distribute() is done (src/distributed.c).
+  -- alone until distribute() is done (src/citus/distributed.c).
   all_tables := (SELECT pg_catalog.string_agg(c.oid::pg_catalog.regclass::text, ', ' ORDER BY c.oid)
                    FROM pg_catalog.pg_class c
                   WHERE c.relnamespace OPERATOR(pg_catalog.=) 'idemgate'::pg_catalog.regnamespace
@@ -133,7 +133,7 @@ BEGIN
   END IF;
   PERFORM pg_catalog.set_config('citus.multi_shard_modify_mode', 'sequential', true);
   -- control and paused_effect_types keep their send-barrier triggers on
-  -- every copy (src/send_barrier.c); bundle_members its canonical-name one.
+  -- every copy (src/delivery/send_barrier.c); bundle_members its canonical-name one.
   PERFORM pg_catalog.set_config('citus.enable_unsafe_triggers', 'on', true);
 
   -- The bucket column and the keys that include it (Citus enforces a key

@@ -1,4 +1,4 @@
--- The claim's direct paths (src/claim_direct.c) write a new run, and the
+-- The claim's direct paths (src/ledger/claim_direct.c) write a new run, and the
 -- event of a duplicate claim, without SQL; they run only on the shape of
 -- idemgate.runs and idemgate.events the extension creates. A user who
 -- changes either table (NOT NULL, a domain-typed column, another default,
@@ -7,7 +7,7 @@
 -- claims through claim() and compares the stored rows, column by column
 -- (to_jsonb of the whole row: added columns too), with the plain statement:
 -- claim_lease() always runs the claim statement; the duplicate event's
--- statement (src/events.c) is run here as SQL. The decision is said at
+-- statement (src/ledger/events.c) is run here as SQL. The decision is said at
 -- DEBUG1 when a table is looked at again after a change, so the output
 -- shows, for each case, that claims take the statement with the change
 -- and write directly again once it is undone. pgTAP.
@@ -27,7 +27,7 @@ $$;
 CREATE FUNCTION pg_temp.event_rows(k text) RETURNS SETOF jsonb LANGUAGE sql AS $$
   SELECT to_jsonb(e) - 'id' FROM idemgate.events e WHERE e.idempotency_key = k ORDER BY e.id
 $$;
--- The duplicate event statement of src/events.c (RecordDuplicateEvent),
+-- The duplicate event statement of src/ledger/events.c (RecordDuplicateEvent),
 -- for a claim without an origin.
 CREATE FUNCTION pg_temp.duplicate_statement(k text, actor text, workflow text, state text, version bigint)
 RETURNS text LANGUAGE sql AS $$

@@ -1,4 +1,4 @@
--- A claim on a new key inserts the run row without SQL (src/claim_direct.c,
+-- A claim on a new key inserts the run row without SQL (src/ledger/claim_direct.c,
 -- bench/README.md); any other claim runs the claim statement. This file shows that
 -- the new-key path writes exactly the row the statement writes (compared
 -- with claim_lease, which always runs the statement), with its index

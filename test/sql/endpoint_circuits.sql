@@ -1,4 +1,4 @@
--- Endpoint health (SPEC §22; src/endpoint_circuits.c): the view
+-- Endpoint health (SPEC §22; src/policy/endpoint_circuits.c): the view
 -- endpoint_health, the alert endpoint_down, reset_circuit (audited), the
 -- settings' ranges, and the claim skipping an open circuit's effects. The
 -- circuit here is opened by hand, its probe far in the future, so the

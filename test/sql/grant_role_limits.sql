@@ -1,5 +1,5 @@
 -- grant_role and revoke_role run as the extension's owner, so they check
--- the caller (src/privileges.c, "Whose bundles"): a non-superuser with the
+-- the caller (src/policy/privileges.c, "Whose bundles"): a non-superuser with the
 -- operator bundle may not hand bundles to (or take them from) a superuser
 -- or a role with CREATEROLE, BYPASSRLS or REPLICATION it lacks, and sets
 -- no superuser-only setting on anyone (42501; before 1.3 an operator could

@@ -1,5 +1,5 @@
 -- Separation of duties and audiences compare identities normalised
--- (README.md, "Security"; src/identity.c): NFKC case-folded (which also
+-- (README.md, "Security"; src/core/identity.c): NFKC case-folded (which also
 -- removes U+200B zero-width space, U+FEFF, U+00AD soft hyphen, U+2060 word
 -- joiner ...) and trimmed; for separation of duties also the UTS #39
 -- confusable skeleton (ICU's spoof checker), so fullwidth and Cyrillic

@@ -1,5 +1,5 @@
 -- The mistakes a newcomer makes get a clear message at once (1.3,
--- src/undeclared_types.c, src/extension_notice.c, src/approvals.c):
+-- src/policy/undeclared_types.c, src/core/extension_notice.c, src/approvals/approvals.c):
 -- - an effect type that no endpoint, pull grant or policy declares (a typo)
 --   is accepted by enqueue_effect with a NOTICE naming the declared types
 --   (the contract stays open: an operator may pull any type); a declared

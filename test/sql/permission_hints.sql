@@ -1,10 +1,10 @@
 -- PostgreSQL's permission errors on idemgate's objects name the bundles
--- that hold them (1.3, src/permission_hints.c): a client credential
+-- that hold them (1.3, src/core/permission_hints.c): a client credential
 -- calling an approver function used to get a plain "permission denied".
 -- Every function and relation of idemgate.bundle_members is tried by a
 -- role with a bundle that lacks it; each query carries, as a comment, the
 -- bundles bundle_members says, so the HINT below it shows whether
--- src/permission_hints.c's table still agrees. Trigger functions are
+-- src/core/permission_hints.c's table still agrees. Trigger functions are
 -- skipped (PostgreSQL refuses to call them directly). The NULL arguments
 -- are subqueries: a strict function of NULL constants is folded to NULL
 -- by the planner before any permission check.

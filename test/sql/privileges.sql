@@ -27,7 +27,7 @@ SELECT schema_privs_are('idemgate', 'public', ARRAY[]::text[], 'no USAGE on sche
 -- Every SECURITY DEFINER function pins search_path; the operator bundle
 -- holds every function of the extension but payload_hmac, the extension
 -- owner's alone (a caller who could hash any value could confirm a
--- guessed payload: src/payload_hmac.c).
+-- guessed payload: src/ledger/payload_hmac.c).
 SELECT is_empty($$SELECT p.oid::regprocedure FROM pg_proc p
                    WHERE p.pronamespace = 'idemgate'::regnamespace AND p.prosecdef
                      AND NOT coalesce(p.proconfig @> '{"search_path=pg_catalog, pg_temp"}', false)$$,

@@ -1,5 +1,5 @@
 -- rerun: register_rerun and the re-post of a reinjected run's input
--- (src/rerun.c, README.md "Dead letters"). register_rerun checks the URL
+-- (src/operations/rerun.c, README.md "Dead letters"). register_rerun checks the URL
 -- like register_endpoint (https, or http only to listed hosts; no
 -- non-public address unless listed; no user info), its headers and
 -- timeout, and is audited without the host; only operators call it.

@@ -1,4 +1,4 @@
--- Settings with a shape are checked when they are set (src/guc.c check
+-- Settings with a shape are checked when they are set (src/core/guc.c check
 -- hooks), so a typo is refused at ALTER SYSTEM / reload instead of
 -- silently meaning something else later. ALTER SYSTEM runs the same check
 -- as postgresql.conf; a refused value is not written.
@@ -22,7 +22,7 @@ ALTER SYSTEM SET idemgate.database = 'a_database_name_longer_than_sixty_three_by
 ALTER SYSTEM RESET idemgate.database;
 SELECT count(*) AS written FROM pg_file_settings WHERE name LIKE 'idemgate.%' AND sourcefile LIKE '%auto.conf';
 \set VERBOSITY terse
--- Ranges come from src/idemgate_limits.h.
+-- Ranges come from src/core/idemgate_limits.h.
 ALTER SYSTEM SET idemgate.dispatchers = 9;
 ALTER SYSTEM SET idemgate.max_in_flight = 1025;
 ALTER SYSTEM SET idemgate.max_backoff = '8d';

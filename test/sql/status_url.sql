@@ -1,4 +1,4 @@
--- Status URLs (SPEC §22; src/status_url.c, src/endpoints.c): what
+-- Status URLs (SPEC §22; src/policy/status_url.c, src/policy/endpoints.c): what
 -- register_endpoint accepts as status_url, what it stores and audits, and
 -- what it refuses (22023, nothing written). The look-ups themselves run in
 -- test/t/157_reconcile_status.pl against a loopback provider. pgTAP.

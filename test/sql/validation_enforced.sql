@@ -1,4 +1,4 @@
--- Validation is enforced, repair is bounded (src/record_validation.c,
+-- Validation is enforced, repair is bounded (src/ledger/record_validation.c,
 -- docs/operations.md "Validating model output"): while a run's latest
 -- record_validation is invalid, enqueue_effect and request_approval refuse
 -- with IG004 and nothing is written; a valid one lets them through; the

@@ -363,7 +363,7 @@ DROP TABLE public.upd_leased;
 # added: a paused type (pause_effect_type), a pull grant
 # (grant_effect_type), a cancelled effect (cancel_effect), an approval
 # cancelled by an operator (cancel_approval), and both rollups, written by
-# purge (src/retention.c) from a finished run made two days old.
+# purge (src/operations/retention.c) from a finished run made two days old.
 # fill_1_2 adds the rows only 1.2 can hold: an effect policy.
 sub fill_1_2
 {

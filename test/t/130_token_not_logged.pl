@@ -17,7 +17,7 @@
 #    - 1.3: the same failing calls (and a succeeding peek) by a member of
 #      a group role holding approver, an operator and the superuser, whom
 #      no role setting reaches: the token is nowhere in the log (the log
-#      hook of src/token_log_redaction.c, with the library preloaded);
+#      hook of src/core/token_log_redaction.c, with the library preloaded);
 #    - a statement naming no token function does log its text, so the
 #      grep would catch a leak;
 #    - revoke_role takes the settings away once the role holds neither
@@ -117,7 +117,7 @@ unlike($log, qr/\Q$token2\E/, 'the second token is nowhere in the server log');
 # 1.3: logins that no role setting reaches — a member of a group role
 # that holds approver, an operator (its bundle has consume_approval) and
 # the superuser — with every statement logged (log_statement = all): the
-# library's log hook (src/token_log_redaction.c) replaces the token in
+# library's log hook (src/core/token_log_redaction.c) replaces the token in
 # every message that names a token function and hides its STATEMENT line,
 # and the functions keep it out of their own error reports.
 $node->safe_psql('postgres', q{

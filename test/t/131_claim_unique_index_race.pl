@@ -4,7 +4,7 @@
 # same time). The claim statement's ON CONFLICT takes every unique index on
 # the key as an arbiter, so a loser of a race sees a conflict and answers
 # duplicate; a claim that checked the primary key only would insert into
-# the second index unchecked and abort with 23505 (src/claim_direct.c sends
+# the second index unchecked and abort with 23505 (src/ledger/claim_direct.c sends
 # claims on such a table to the statement). Then the same race on the
 # table as the extension creates it (the direct path).
 use strict;

@@ -1,5 +1,5 @@
 # test/t/140_rerun_retry_after.pl
-#    With the dispatcher and a loopback sink (src/rerun.c, docs/outbox.md):
+#    With the dispatcher and a loopback sink (src/operations/rerun.c, docs/outbox.md):
 #    - reinjecting a run's dead letter re-posts its stored input to the
 #      workflow's re-run endpoint (register_rerun) exactly once: one
 #      request, its body the input itself, an Idempotency-Key that is the

@@ -1,6 +1,6 @@
 # test/t/151_purge_claim_race.pl
 #    purge racing duplicate claims leaves nothing whose run is gone
-#    (src/retention.c; test/specs/purge_vs_claim.spec shows each order).
+#    (src/operations/retention.c; test/specs/purge_vs_claim.spec shows each order).
 #    For 20 seconds, 5 clients claim 200 finished keys again and again
 #    (duplicates, each writing a duplicate event while it holds the run),
 #    while a sixth purges over and over, and a seventh puts finished runs

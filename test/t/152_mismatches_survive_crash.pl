@@ -1,6 +1,6 @@
 # test/t/152_mismatches_survive_crash.pl
 #    The critical payload_mismatch alert survives a crash restart and a
-#    killed postmaster (src/payload_mismatches.c): a claim refused with
+#    killed postmaster (src/ledger/payload_mismatches.c): a claim refused with
 #    IG001 rolls back, so its count lives in shared memory, which a crash
 #    resets; every change is also kept in a file of the data directory
 #    that a new segment reads back.

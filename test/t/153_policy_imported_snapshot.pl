@@ -1,6 +1,6 @@
 # test/t/153_policy_imported_snapshot.pl
 #    A policy binds every call after its commit, in a transaction whose
-#    snapshot was imported from an older one too (src/effect_policies.c;
+#    snapshot was imported from an older one too (src/policy/effect_policies.c;
 #    test/specs/effect_policy_snapshots.spec has REPEATABLE READ and
 #    SERIALIZABLE snapshots of the caller's own, isolationtester cannot
 #    pass a snapshot's name between sessions). A holder exports its

@@ -1,5 +1,5 @@
 # test/t/154_secrets.pl
-#    Provider credentials outside the database (src/secrets.c): a header
+#    Provider credentials outside the database (src/policy/secrets.c): a header
 #    value names a secret, "Bearer ${secret:crm_token}", whose value is only
 #    in idemgate.secrets_file (a JSON object of strings, outside the data
 #    directory, owned by the server's user, mode 0600):

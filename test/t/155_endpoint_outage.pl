@@ -1,5 +1,5 @@
 # test/t/155_endpoint_outage.pl
-#    A provider down for two minutes (SPEC §22, src/endpoint_circuits.c):
+#    A provider down for two minutes (SPEC §22, src/policy/endpoint_circuits.c):
 #    the loopback sink answers 503 for 120 s from the first request, while
 #    200 effects of a type that cannot dedupe (3 attempts) are queued.
 #    With no operator call: the first burst fails, the circuit opens, the

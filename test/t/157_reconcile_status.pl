@@ -1,6 +1,6 @@
 # test/t/157_reconcile_status.pl
 #    Reconciliation of unknown effects through the provider's status URL
-#    (SPEC §22, src/outbox_lookups.c): a loopback provider answers every
+#    (SPEC §22, src/outbox/outbox_lookups.c): a loopback provider answers every
 #    first POST 500 (so each effect becomes unknown: the endpoint cannot
 #    dedupe), and its status URL answers the dispatcher's GET:
 #    - 200 → completed with the provider id of the answer, the run

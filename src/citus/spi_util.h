@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/citus/spi_util.h
+ *	  Saved SPI plans and small helpers to read SPI results.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_SPI_UTIL_H
+#define IDEMGATE_SPI_UTIL_H
+
+#include "postgres.h"
+#include "executor/spi.h"
+#include "nodes/parsenodes.h"
+
+/* A statement prepared once per backend and kept for its lifetime. */
+typedef struct SavedStatement
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[16];
+	SPIPlanPtr	plan;
+	int			cursor_options;	/* e.g. CURSOR_OPT_GENERIC_PLAN; 0 = default */
+	bool		planned;		/* executed once since it was prepared */
+	/* Set on first use; see "Routing on Citus" in src/citus/spi_util.c. */
+	int			route_arg;		/* 0 unknown, -1 none, else $n of the route */
+	SPIPlanPtr	dist_plan;		/* the statement with its bucket added */
+	bool		dist_planned;
+	SPIPlanPtr	dist_any_plan;	/* its form for every shard */
+	bool		dist_any_planned;
+	SPIPlanPtr	shard_plan;		/* its form for one shard's buckets */
+	bool		shard_planned;
+} SavedStatement;
+
+/*
+ * For SavedStatement.cursor_options: plan once, with the parameters
+ * unknown. For statements whose generic plan is known to be index scans
+ * only but whose custom plans look cheaper to the plan cache (an array
+ * parameter's length, a LIMIT), which would otherwise replan every call.
+ * ExecSaved makes (and remakes, after an invalidation) such a plan with
+ * sequential and bitmap scans off: the plan is made once and kept, maybe
+ * while the tables are empty, and must stay an index probe when they hold
+ * a million rows.
+ */
+#define GENERIC_PLAN NULL, CURSOR_OPT_GENERIC_PLAN
+
+extern Oid	IdemgateRelid(const char *name);
+extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
+					  bool read_only, long count);
+extern int	ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,
+							   bool read_only, long count, Datum buckets);
+extern int	ExecSavedLatest(SavedStatement *stmt, Datum *values, const char *nulls,
+							long count);
+/*
+ * ResultColumnArray returns column col (1-based, never NULL) of every row
+ * of the last result as an array of elemtype: the keys or ids a statement
+ * just locked, for the next statement's = ANY ($n).
+ */
+extern Datum ResultColumnArray(int col, Oid elemtype);
+extern Datum GetResultDatum(int row, int col, bool *isnull);
+extern void ConnectSPI(void);
+extern void SetTextParam(Datum *values, char *nulls, int i, const char *s);
+
+#endif

@@ -1,0 +1,76 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/ledger/runs.h
+ *	  The run ledger: states, transitions and ownership checks shared with
+ *	  approvals and the outbox.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEMGATE_RUNS_H
+#define IDEMGATE_RUNS_H
+
+#include "postgres.h"
+#include "utils/jsonb.h"
+#include "utils/uuid.h"
+
+#include "ledger/events.h"
+
+/* What LockOwnedRun found. */
+typedef struct OwnedRun
+{
+	bool		found;			/* the key exists */
+	bool		owned;			/* owner, version match and the lease is live */
+	char		state[32];
+	int64		version;
+	int32		failures;
+	Jsonb	   *payload;		/* in the SPI context; NULL when none */
+	char	   *workflow;		/* in the SPI context; NULL when none */
+	bool		output_invalid; /* its latest validation failed (1.3) */
+} OwnedRun;
+
+extern bool IsRunState(const char *state);
+extern bool RunValidationTracked(void);
+extern int32 RecordValidationVerdict(text *key, bool valid, int32 *invalid_outputs);
+extern void LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run);
+extern int64 MoveRunState(text *key, const char *from_state, const char *to_state,
+						  Jsonb *result, bool count_failure, EventDetails *details);
+extern int64 TryMoveRun(text *key, pg_uuid_t *owner, int64 version,
+						const char *from_state, const char *to_state,
+						Jsonb *result, EventDetails *details);
+extern int64 MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version,
+									const char *to_state, EventDetails *details,
+									OwnedRun *run);
+extern int64 SetRunState(text *key, const char *from_state, const char *to_state,
+						 Jsonb *result, bool count_failure, const char *actor,
+						 Jsonb *extra_details);
+
+/*
+ * Run completion by its effects. CompleteRunIfDone moves the run of key
+ * approved → completed when none of its effects is in another state than
+ * completed or cancelled; a run without a result of its own (NULL, or an
+ * earlier attempt's failure record) gets {"effects": [{effect_id,
+ * effect_type, target, state, provider_id}, ...]}, so a later duplicate
+ * has an answer. It locks the run row, so it must be called after the
+ * effect row was changed (effect first, then run). CompleteLockedRuns does
+ * the same for runs of keys (a text[] datum) this transaction already
+ * locked while they were approved. CompleteSettledRuns, the safety net,
+ * completes approved runs whose effects are all settled however they got
+ * there (limit approved runs per call from where the last call stopped,
+ * or all for 0). All must be called inside SPI.
+ */
+extern void CompleteRunIfDone(text *key);
+extern int	CompleteLockedRuns(Datum keys);
+extern int	CompleteSettledRuns(int limit);
+
+/* Operator commands and record_validation; inside SPI. */
+extern void ResetRunFailures(text *key);
+extern int32 CountValidation(text *key);
+
+/*
+ * InsertApprovedRun inserts run key approved at version 0, without lease,
+ * workflow or payload (a re-run's carrier, src/operations/rerun.c); false when key
+ * exists. Inside SPI.
+ */
+extern bool InsertApprovedRun(text *key, bytea *payload_hash);
+
+#endif

@@ -1,0 +1,235 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/policy/effect_types.c
+ *	  Operating effects per type: pause_effect_type, resume_effect_type,
+ *	  unregister_endpoint, and EffectTypePaused() for the claim paths.
+ *
+ * Design note. A type is paused while it has a row in
+ * idemgate.paused_effect_types. Like the kill switch, a pause holds effects
+ * at the effect boundary: claim_effects returns nothing for a paused type
+ * and the dispatcher's claim statement skips paused types, so queued
+ * effects stay pending (not lost) and go out after resume. Pausing and
+ * resuming are audited (events effect_type_paused / effect_type_resumed
+ * with actor, reason and the previous state), as is unregister_endpoint
+ * (endpoint_unregistered). A type is "known" when it has effects, an
+ * endpoint or a pause; pausing or resuming an unknown one is IG003 (a
+ * misspelled type would otherwise be paused silently).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "core/args.h"
+#include "core/dispatcher_wake.h"
+#include "policy/effect_types.h"
+#include "policy/endpoint_circuits.h"
+#include "ledger/events.h"
+#include "core/idemgate_limits.h"
+#include "citus/spi_util.h"
+#include "core/sqlstates.h"
+
+PG_FUNCTION_INFO_V1(idemgate_pause_effect_type);
+PG_FUNCTION_INFO_V1(idemgate_resume_effect_type);
+PG_FUNCTION_INFO_V1(idemgate_unregister_endpoint);
+
+#define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_ACTOR_BYTES IDEMGATE_MAX_NAME_BYTES
+#define MAX_REASON_BYTES IDEMGATE_MAX_REASON_BYTES
+
+static SavedStatement paused_stmt = {
+	"SELECT 1 FROM idemgate.paused_effect_types"
+	" WHERE effect_type OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+static SavedStatement known_type_stmt = {
+	"SELECT EXISTS (SELECT 1 FROM idemgate.outbox WHERE effect_type OPERATOR(pg_catalog.=) $1)"
+	"    OR EXISTS (SELECT 1 FROM idemgate.endpoints WHERE effect_type OPERATOR(pg_catalog.=) $1)"
+	"    OR EXISTS (SELECT 1 FROM idemgate.paused_effect_types"
+	"               WHERE effect_type OPERATOR(pg_catalog.=) $1)",
+	1, {TEXTOID}
+};
+
+static SavedStatement pause_stmt = {
+	"INSERT INTO idemgate.paused_effect_types AS p (effect_type, paused_by, reason)"
+	" VALUES ($1, $2, $3)"
+	" ON CONFLICT (effect_type) DO UPDATE"
+	" SET paused_by = excluded.paused_by, reason = excluded.reason"
+	" RETURNING (xmax OPERATOR(pg_catalog.<>) 0) AS was_paused",
+	3, {TEXTOID, TEXTOID, TEXTOID}
+};
+
+static SavedStatement resume_stmt = {
+	"DELETE FROM idemgate.paused_effect_types WHERE effect_type OPERATOR(pg_catalog.=) $1",
+	1, {TEXTOID}
+};
+
+static SavedStatement unregister_stmt = {
+	"DELETE FROM idemgate.endpoints WHERE effect_type OPERATOR(pg_catalog.=) $1"
+	" RETURNING effect_type",
+	1, {TEXTOID}
+};
+
+/*
+ * EffectTypePaused reads the pause table; see effect_types.h. A database
+ * still at 1.0 (this library installed, ALTER EXTENSION UPDATE not run yet)
+ * has no pause table, so nothing there can be paused: the pull API keeps
+ * working through the upgrade window.
+ */
+bool
+EffectTypePaused(const char *effect_type)
+{
+	Datum		values[1];
+	Oid			nsp = get_namespace_oid("idemgate", true);
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("paused_effect_types", nsp)))
+		return false;
+	values[0] = CStringGetTextDatum(effect_type);
+	if (ExecSaved(&paused_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read idemgate.paused_effect_types");
+	return SPI_processed > 0;
+}
+
+/* RequireKnownType raises IG003 unless the type has effects, an endpoint or a pause. */
+static void
+RequireKnownType(text *effect_type)
+{
+	Datum		values[1];
+	bool		isnull;
+
+	values[0] = PointerGetDatum(effect_type);
+	if (ExecSaved(&known_type_stmt, values, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not look up effect type");
+	if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
+				 errmsg("effect type \"%s\" is unknown",
+						TruncateForMessage(text_to_cstring(effect_type))),
+				 errdetail("No effect, endpoint or pause has this type."),
+				 errhint("See idemgate.effect_types for the types in use.")));
+}
+
+/* SessionActorRole names the role that called, for the audit trail. */
+static const char *
+SessionActorRole(void)
+{
+	return GetUserNameFromId(GetSessionUserId(), false);
+}
+
+/*
+ * idemgate_pause_effect_type implements pause_effect_type(effect_type,
+ * actor, reason): holds the type's effects until resume_effect_type.
+ * Pausing a paused type updates who and why.
+ */
+Datum
+idemgate_pause_effect_type(PG_FUNCTION_ARGS)
+{
+	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", MAX_TYPE_BYTES);
+	text	   *actor = TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES);
+	text	   *reason = TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES);
+	Datum		values[3];
+	bool		isnull;
+	bool		was_paused;
+	EventDetails details;
+
+	ConnectSPI();
+	RequireKnownType(effect_type);
+	values[0] = PointerGetDatum(effect_type);
+	values[1] = PointerGetDatum(actor);
+	values[2] = PointerGetDatum(reason);
+	if (ExecSaved(&pause_stmt, values, NULL, false, 1) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not pause effect type");
+	was_paused = DatumGetBool(GetResultDatum(0, 1, &isnull));
+
+	DetailsInit(&details);
+	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
+	DetailsBool(&details, "previous_paused", was_paused);
+	DetailsText(&details, "reason", text_to_cstring(reason));
+	DetailsText(&details, "role", SessionActorRole());
+	RecordEvent(NULL, NULL, "effect_type_paused", text_to_cstring(actor), DetailsFinish(&details));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idemgate_resume_effect_type implements resume_effect_type(effect_type,
+ * actor): the held effects go out again. Resuming a type that is not
+ * paused changes nothing but is still recorded.
+ */
+Datum
+idemgate_resume_effect_type(PG_FUNCTION_ARGS)
+{
+	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", MAX_TYPE_BYTES);
+	text	   *actor = TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES);
+	Datum		values[1];
+	bool		was_paused;
+	EventDetails details;
+
+	ConnectSPI();
+	RequireKnownType(effect_type);
+	values[0] = PointerGetDatum(effect_type);
+	if (ExecSaved(&resume_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not resume effect type");
+	was_paused = SPI_processed > 0;
+
+	DetailsInit(&details);
+	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
+	DetailsBool(&details, "previous_paused", was_paused);
+	DetailsText(&details, "role", SessionActorRole());
+	RecordEvent(NULL, NULL, "effect_type_resumed", text_to_cstring(actor), DetailsFinish(&details));
+	if (was_paused)
+		WakeDispatcherAtCommit();	/* held effects may go out now */
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * idemgate_unregister_endpoint implements unregister_endpoint(effect_type,
+ * actor): removes the type's endpoint; true when there was one. Effects
+ * already being sent are recorded as usual; pending ones wait for a puller
+ * or a new endpoint (the stuck_effects alert says so when they wait long).
+ */
+Datum
+idemgate_unregister_endpoint(PG_FUNCTION_ARGS)
+{
+	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", MAX_TYPE_BYTES);
+	text	   *actor = TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES);
+	Datum		values[1];
+	bool		found;
+
+	ConnectSPI();
+	values[0] = PointerGetDatum(effect_type);
+	if (ExecSaved(&unregister_stmt, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "could not unregister endpoint");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		EventDetails details;
+
+		DetailsInit(&details);
+		DetailsText(&details, "effect_type", text_to_cstring(effect_type));
+		DetailsText(&details, "role", SessionActorRole());
+		RecordEvent(NULL, NULL, "endpoint_unregistered", text_to_cstring(actor),
+					DetailsFinish(&details));
+		CircuitForget(text_to_cstring(effect_type));	/* a new endpoint starts closed */
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(found);
+}
+
+/* IsReservedEffectType tells whether type is idemgate's own; see effect_types.h. */
+bool
+IsReservedEffectType(const char *type)
+{
+	return strncmp(type, IDEMGATE_RESERVED_TYPE_PREFIX,
+				   strlen(IDEMGATE_RESERVED_TYPE_PREFIX)) == 0;
+}
