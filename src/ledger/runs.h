@@ -10,6 +10,8 @@
 #define IDEMGATE_RUNS_H
 
 #include "postgres.h"
+#include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 
@@ -72,5 +74,30 @@ extern int32 CountValidation(text *key);
  * exists. Inside SPI.
  */
 extern bool InsertApprovedRun(text *key, bytea *payload_hash);
+
+/* The outcome of a claim, as returned to SQL. */
+typedef struct ClaimResult
+{
+	const char *outcome;
+	Datum		values[7];		/* claim's columns; claim_in_bucket's 7th */
+	bool		nulls[7];
+	bool		mismatch_is_outcome;	/* claim_in_bucket: see ClaimExisting */
+} ClaimResult;
+
+/*
+ * ClaimRun claims key (the claim statement, or its existing run's answer:
+ * duplicate, recovered, payload mismatch, purged) into *out; ClaimInBucket
+ * the same as a whole transaction on the key's node (Citus). Must be
+ * called inside SPI.
+ */
+extern void ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
+					 pg_uuid_t *owner, text *replaces_key, const char *actor,
+					 text *origin, ClaimResult *out);
+extern void ClaimInBucket(text *key, Jsonb *payload, Interval *lease, text *workflow,
+						  pg_uuid_t *owner, text *origin, ClaimResult *out);
+/* LeaseArg reads a lease interval argument: positive, within max_lease_life. */
+extern Interval *LeaseArg(FunctionCallInfo fcinfo, int argno, const char *name);
+/* EmitClaimResult puts a claim outcome into the function's result set. */
+extern void EmitClaimResult(FunctionCallInfo fcinfo, ClaimResult *res);
 
 #endif

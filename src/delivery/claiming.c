@@ -1,0 +1,310 @@
+/*-------------------------------------------------------------------------
+ *
+ * src/delivery/claiming.c
+ *	  What a dispatcher claims in its round (docs/dispatcher.md, "A
+ *	  round"): due effects, the probes of open circuits, the effects held
+ *	  too long behind one, status look-ups of unknown effects; each claimed
+ *	  row becomes a Claimed item with its request (URL, headers with their
+ *	  secrets resolved, body), appended to dispatch.started.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "citus/spi_util.h"
+#include "core/args.h"
+#include "core/guc.h"
+#include "core/idemgate_limits.h"
+#include "delivery/claiming.h"
+#include "delivery/dispatch_items.h"
+#include "delivery/dispatcher_leases.h"
+#include "delivery/outcomes.h"
+#include "outbox/outbox.h"
+#include "outbox/outbox_dispatch.h"
+#include "outbox/outbox_lookups.h"
+#include "policy/endpoint_circuits.h"
+#include "policy/secrets.h"
+#include "policy/status_url.h"
+
+/*
+ * SetHeaderLines gives item it its request's header lines: first and
+ * second, then the endpoint's own (headers, a text[] of "Name: value"),
+ * each ${secret:NAME} resolved here, in memory only (src/policy/secrets.c). A
+ * secret the file lacks is noted in it->secret_missing (the item is held).
+ */
+static void
+SetHeaderLines(Claimed *it, Datum headers, const char *first, const char *second)
+{
+	MemoryContext cxt = it->batch->cxt;
+	Datum	   *hdatums;
+	bool	   *hnulls;
+	int			nh;
+	char	  **hlines;
+	int			nlines = 0;
+
+	deconstruct_array(DatumGetArrayTypeP(headers), TEXTOID, -1, false, TYPALIGN_INT,
+					  &hdatums, &hnulls, &nh);
+	hlines = MemoryContextAlloc(cxt, sizeof(char *) * (nh + 2));
+	hlines[nlines++] = MemoryContextStrdup(cxt, first);
+	hlines[nlines++] = MemoryContextStrdup(cxt, second);
+	for (int h = 0; h < nh; h++)
+	{
+		char	   *line;
+		char	   *missing;
+
+		if (hnulls[h])
+			continue;
+		line = ResolveSecrets(TextDatumGetCString(hdatums[h]), &missing);
+		if (line == NULL)
+		{
+			it->secret_missing = MemoryContextStrdup(cxt, missing);
+			continue;
+		}
+		if (!HttpHeaderLineSafe(line))
+			continue;			/* a CR/LF could smuggle headers: drop it */
+		hlines[nlines++] = MemoryContextStrdup(cxt, line);
+	}
+	it->req.headers = (const char *const *) hlines;
+	it->req.nheaders = nlines;
+}
+
+/*
+ * TakeClaimedRows turns the rows a claim statement just marked sending
+ * (SPI_tuptable) into items of batch arg, appended to started[] (a
+ * ClaimedRowsReader: on Citus it is called once per shard).
+ */
+static void
+TakeClaimedRows(void *arg)
+{
+	ClaimBatch *b = (ClaimBatch *) arg;
+	MemoryContext bcxt = b->cxt;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Claimed	   *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
+		int64		timeout_ms;
+		text	   *body;
+
+		it->batch = b;
+		memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
+		it->attempt = DatumGetInt32(GetResultDatum(i, 2, &isnull));
+		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
+		timeout_ms = DatumGetInt64(GetResultDatum(i, 4, &isnull));
+		it->req.timeout_ms = (long) Max(Min(timeout_ms, (int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
+		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
+		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 6, &isnull)));
+
+		SetHeaderLines(it, GetResultDatum(i, 7, &isnull), "Content-Type: application/json",
+					   psprintf("Idempotency-Key: %s", UuidText(&it->effect_id)));
+
+		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 9, &isnull)));
+		{
+			Datum		d = GetResultDatum(i, 10, &isnull);
+
+			it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
+			d = GetResultDatum(i, 11, &isnull);
+			it->endpoint_max = isnull ? 0 : DatumGetInt32(d);
+		}
+		body = DatumGetTextPP(GetResultDatum(i, 8, &isnull));
+		it->req.body_len = VARSIZE_ANY_EXHDR(body);
+		it->req.body = MemoryContextAlloc(bcxt, it->req.body_len + 1);
+		memcpy(unconstify(char *, it->req.body), VARDATA_ANY(body), it->req.body_len);
+		unconstify(char *, it->req.body)[it->req.body_len] = '\0';
+
+		it->fate = it->secret_missing ? FATE_HOLD : FATE_SENT;
+		b->remaining++;
+		dispatch.started[dispatch.n_started++] = it;
+	}
+}
+
+/*
+ * ClaimProbes claims, for each open circuit whose probe is due, its oldest
+ * due effect as the probe (src/policy/endpoint_circuits.c), up to limit in all.
+ * The probe is taken by a compare-and-set on the circuit after the claim,
+ * so a dispatcher with nothing of that type due writes nothing; one that
+ * loses the race gives its effect back at once.
+ */
+static void
+ClaimProbes(int limit, ClaimBatch *b)
+{
+	const char *type;
+	int			probes;
+
+	CircuitsRefresh(false);
+	for (int k = 0; limit > 0 && (type = CircuitNextProbe(k, &probes)) != NULL; k++)
+	{
+		int			before = dispatch.n_started;
+		Claimed    *it;
+
+		if (ClaimOfTypeForDispatch(type, 0, 1, &b->owner,
+								   UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
+								   TakeClaimedRows, b) == 0 || dispatch.n_started == before)
+			continue;
+		it = dispatch.started[dispatch.n_started - 1];
+		if (CircuitTakeProbe(type, &b->owner, it->req.timeout_ms / 1000.0 + LEASE_MARGIN_SECS))
+		{
+			it->probe = true;
+			limit--;
+			k--;				/* CircuitTakeProbe took it off the due list */
+		}
+		else
+		{
+			GiveBackEffect(&it->effect_id, &b->owner, 0);
+			dispatch.n_started--;
+			b->remaining--;
+			k--;				/* likewise */
+		}
+	}
+}
+
+/* CollectIds collects the ids of claimed rows (a ClaimedRowsReader). */
+static void
+CollectIds(void *arg)
+{
+	List	  **ids = (List **) arg;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
+
+		memcpy(id, DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
+		*ids = lappend(*ids, id);
+	}
+}
+
+/*
+ * DeadLetterHeldTooLong dead-letters, as unavailable, the effects held
+ * behind an open circuit for longer than idemgate.circuit_max_hold: they
+ * are claimed (never sent) and failed at once, 100 per type and round.
+ */
+void
+DeadLetterHeldTooLong(void)
+{
+	const char *type;
+	pg_uuid_t	owner;
+	char	   *why;
+
+	why = psprintf("held by the open circuit of its endpoint for longer than idemgate.circuit_max_hold (%d s)",
+				   IdemgateCircuitMaxHoldSecs);
+	DispatcherLeaseOwner(&owner);
+	for (int k = 0; (type = CircuitOpenLongerThan(k, IdemgateCircuitMaxHoldSecs)) != NULL; k++)
+	{
+		List	   *ids = NIL;
+		ListCell   *lc;
+
+		ClaimOfTypeForDispatch(type, IdemgateCircuitMaxHoldSecs, 100, &owner,
+							   UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC), CollectIds, &ids);
+		foreach(lc, ids)
+			if (FailEffectWith(lfirst(lc), &owner, "unavailable", why, -1, 0, FAIL_NOW) != NULL)
+				pg_atomic_fetch_add_u64(&dispatch.shared->failed, 1);
+		if (ids != NIL)
+			ereport(LOG,
+					(errmsg_plural("idemgate dispatcher: %d effect of type \"%s\" dead-lettered: %s",
+								   "idemgate dispatcher: %d effects of type \"%s\" dead-lettered: %s",
+								   list_length(ids), list_length(ids), type, why)));
+	}
+}
+
+/* ClaimEffects claims up to limit effects; the items go to started[]. */
+void
+ClaimEffects(int limit)
+{
+	ClaimBatch *b;
+	MemoryContext bcxt;
+
+	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate claim batch",
+								 ALLOCSET_SMALL_SIZES);
+	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
+	b->cxt = bcxt;
+	dispatch.claiming = b;
+	DispatcherLeaseOwner(&b->owner);	/* names this dispatcher and life */
+
+	ClaimDueForDispatch(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
+						TakeClaimedRows, b);
+	ClaimProbes(limit - dispatch.n_started, b);
+	dispatch.claiming = NULL;
+	if (b->remaining == 0)
+		MemoryContextDelete(bcxt);
+	pg_atomic_fetch_add_u64(&dispatch.shared->claimed, dispatch.n_started);
+}
+
+/*
+ * TakeLookupRows turns the unknown effects ClaimUnknownForLookup just
+ * leased (SPI_tuptable) into status look-ups of batch arg, GETs of their
+ * endpoint's status URL, appended to started[] (a ClaimedRowsReader).
+ */
+static void
+TakeLookupRows(void *arg)
+{
+	ClaimBatch *b = (ClaimBatch *) arg;
+	MemoryContext bcxt = b->cxt;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Claimed    *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
+		Datum		d;
+		char	   *provider_id;
+		char	   *url;
+
+		it->batch = b;
+		it->lookup = true;
+		memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(i, LOOKUP_COL_EFFECT_ID, &isnull)),
+			   sizeof(pg_uuid_t));
+		d = GetResultDatum(i, LOOKUP_COL_PROVIDER_ID, &isnull);
+		provider_id = isnull ? NULL : TextDatumGetCString(d);
+		url = StatusUrlFor(TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_STATUS_URL, &isnull)),
+						   UuidText(&it->effect_id), provider_id);
+		if (url == NULL)		/* the claim asked for a provider id: not reached */
+			url = "";
+		it->req.url = MemoryContextStrdup(bcxt, url);
+		it->req.timeout_ms = (long) Max(Min(DatumGetInt64(GetResultDatum(i, LOOKUP_COL_TIMEOUT_MS, &isnull)),
+											(int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
+		it->req.body = NULL;	/* GET: a look-up decides nothing at the provider */
+		SetHeaderLines(it, GetResultDatum(i, LOOKUP_COL_HEADERS, &isnull), "Accept: application/json",
+					   "Cache-Control: no-cache");
+		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_EFFECT_TYPE, &isnull)));
+		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_PROVIDER_ID_FIELD, &isnull)));
+		d = GetResultDatum(i, LOOKUP_COL_RATE_LIMIT, &isnull);
+		it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
+		d = GetResultDatum(i, LOOKUP_COL_MAX_IN_FLIGHT, &isnull);
+		it->endpoint_max = isnull ? 0 : DatumGetInt32(d);
+		it->fate = it->secret_missing ? FATE_HOLD : FATE_SENT;
+		b->remaining++;
+		dispatch.started[dispatch.n_started++] = it;
+	}
+}
+
+/*
+ * ClaimLookups leases up to limit unknown effects for a status look-up
+ * (src/outbox/outbox_lookups.c); the items go to started[] with the claimed
+ * effects, under the same kill switch, pauses, send barrier and limits.
+ */
+void
+ClaimLookups(int limit)
+{
+	ClaimBatch *b;
+	MemoryContext bcxt;
+
+	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate look-up batch",
+								 ALLOCSET_SMALL_SIZES);
+	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
+	b->cxt = bcxt;
+	dispatch.claiming = b;
+	DispatcherLeaseOwner(&b->owner);
+	ClaimUnknownForLookup(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
+						  TakeLookupRows, b);
+	dispatch.claiming = NULL;
+	if (b->remaining == 0)
+		MemoryContextDelete(bcxt);
+}
