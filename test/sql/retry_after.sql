@@ -4,7 +4,7 @@
 -- Retry-After beyond 24 hours is not shortened into an early retry: the
 -- effect fails with a dead letter that says why. The backoff itself stays
 -- capped by max_backoff. Through fail_effect (the pull API); the
--- dispatcher passes the header's value the same way (src/delivery/dispatcher.c).
+-- dispatcher passes the header's value the same way (src/delivery/outcomes.c).
 -- Effect types have no endpoint. One transaction, so that now() is the
 -- time of every failure and the waits compare exactly. pgTAP.
 \i test/sql/include/pgtap.psql

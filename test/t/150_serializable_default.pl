@@ -1,6 +1,6 @@
 # test/t/150_serializable_default.pl
 #    The dispatcher's transactions do not depend on
-#    default_transaction_isolation (src/delivery/dispatcher.c, RunInTransaction):
+#    default_transaction_isolation (src/delivery/worker_transactions.c, RunInTransaction):
 #    every transaction it and the launcher start is READ COMMITTED. With
 #    default_transaction_isolation = serializable for the whole cluster,
 #    while a client keeps enqueueing in SERIALIZABLE transactions and a
