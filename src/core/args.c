@@ -11,6 +11,7 @@
 
 #include "common/int.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -167,4 +168,11 @@ IntervalArg(FunctionCallInfo fcinfo, int argno, const char *name,
 						name, FormatUsecs(min_usecs), FormatUsecs(max_usecs)),
 				 hint ? errhint("%s", hint) : 0));
 	return iv;
+}
+
+/* SessionRoleName names the session's role, for the audit trail; see args.h. */
+const char *
+SessionRoleName(void)
+{
+	return GetUserNameFromId(GetSessionUserId(), false);
 }

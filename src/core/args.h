@@ -30,5 +30,7 @@ extern Interval *UsecsToInterval(int64 usecs);
 extern void CheckKeyText(text *key, const char *name);
 extern char *TruncateForMessage(const char *s);
 extern char *ClipErrorText(const char *error);
+/* SessionRoleName names the session's role, for the audit trail. */
+extern const char *SessionRoleName(void);
 
 #endif

@@ -2,7 +2,7 @@
  *
  * src/policy/effect_types.c
  *	  Operating effects per type: pause_effect_type, resume_effect_type,
- *	  unregister_endpoint, and EffectTypePaused() for the claim paths.
+ *	  EffectTypePaused() for the claim paths, and the reserved types.
  *
  * Design note. A type is paused while it has a row in
  * idemgate.paused_effect_types. Like the kill switch, a pause holds effects
@@ -10,8 +10,7 @@
  * and the dispatcher's claim statement skips paused types, so queued
  * effects stay pending (not lost) and go out after resume. Pausing and
  * resuming are audited (events effect_type_paused / effect_type_resumed
- * with actor, reason and the previous state), as is unregister_endpoint
- * (endpoint_unregistered). A type is "known" when it has effects, an
+ * with actor, reason and the previous state). A type is "known" when it has effects, an
  * endpoint or a pause; pausing or resuming an unknown one is IG003 (a
  * misspelled type would otherwise be paused silently).
  *
@@ -29,7 +28,6 @@
 #include "core/args.h"
 #include "core/dispatcher_wake.h"
 #include "policy/effect_types.h"
-#include "policy/endpoint_circuits.h"
 #include "ledger/events.h"
 #include "core/idemgate_limits.h"
 #include "citus/spi_util.h"
@@ -37,7 +35,6 @@
 
 PG_FUNCTION_INFO_V1(idemgate_pause_effect_type);
 PG_FUNCTION_INFO_V1(idemgate_resume_effect_type);
-PG_FUNCTION_INFO_V1(idemgate_unregister_endpoint);
 
 #define MAX_TYPE_BYTES IDEMGATE_MAX_NAME_BYTES
 #define MAX_ACTOR_BYTES IDEMGATE_MAX_NAME_BYTES
@@ -68,12 +65,6 @@ static SavedStatement pause_stmt = {
 
 static SavedStatement resume_stmt = {
 	"DELETE FROM idemgate.paused_effect_types WHERE effect_type OPERATOR(pg_catalog.=) $1",
-	1, {TEXTOID}
-};
-
-static SavedStatement unregister_stmt = {
-	"DELETE FROM idemgate.endpoints WHERE effect_type OPERATOR(pg_catalog.=) $1"
-	" RETURNING effect_type",
 	1, {TEXTOID}
 };
 
@@ -117,13 +108,6 @@ RequireKnownType(text *effect_type)
 				 errhint("See idemgate.effect_types for the types in use.")));
 }
 
-/* SessionActorRole names the role that called, for the audit trail. */
-static const char *
-SessionActorRole(void)
-{
-	return GetUserNameFromId(GetSessionUserId(), false);
-}
-
 /*
  * idemgate_pause_effect_type implements pause_effect_type(effect_type,
  * actor, reason): holds the type's effects until resume_effect_type.
@@ -154,7 +138,7 @@ idemgate_pause_effect_type(PG_FUNCTION_ARGS)
 	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
 	DetailsBool(&details, "previous_paused", was_paused);
 	DetailsText(&details, "reason", text_to_cstring(reason));
-	DetailsText(&details, "role", SessionActorRole());
+	DetailsText(&details, "role", SessionRoleName());
 	RecordEvent(NULL, NULL, "effect_type_paused", text_to_cstring(actor), DetailsFinish(&details));
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -184,7 +168,7 @@ idemgate_resume_effect_type(PG_FUNCTION_ARGS)
 	DetailsInit(&details);
 	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
 	DetailsBool(&details, "previous_paused", was_paused);
-	DetailsText(&details, "role", SessionActorRole());
+	DetailsText(&details, "role", SessionRoleName());
 	RecordEvent(NULL, NULL, "effect_type_resumed", text_to_cstring(actor), DetailsFinish(&details));
 	if (was_paused)
 		WakeDispatcherAtCommit();	/* held effects may go out now */
@@ -192,39 +176,6 @@ idemgate_resume_effect_type(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * idemgate_unregister_endpoint implements unregister_endpoint(effect_type,
- * actor): removes the type's endpoint; true when there was one. Effects
- * already being sent are recorded as usual; pending ones wait for a puller
- * or a new endpoint (the stuck_effects alert says so when they wait long).
- */
-Datum
-idemgate_unregister_endpoint(PG_FUNCTION_ARGS)
-{
-	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", MAX_TYPE_BYTES);
-	text	   *actor = TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES);
-	Datum		values[1];
-	bool		found;
-
-	ConnectSPI();
-	values[0] = PointerGetDatum(effect_type);
-	if (ExecSaved(&unregister_stmt, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not unregister endpoint");
-	found = SPI_processed > 0;
-	if (found)
-	{
-		EventDetails details;
-
-		DetailsInit(&details);
-		DetailsText(&details, "effect_type", text_to_cstring(effect_type));
-		DetailsText(&details, "role", SessionActorRole());
-		RecordEvent(NULL, NULL, "endpoint_unregistered", text_to_cstring(actor),
-					DetailsFinish(&details));
-		CircuitForget(text_to_cstring(effect_type));	/* a new endpoint starts closed */
-	}
-	SPI_finish();
-	PG_RETURN_BOOL(found);
-}
 
 /* IsReservedEffectType tells whether type is idemgate's own; see effect_types.h. */
 bool

@@ -409,13 +409,6 @@ CircuitForget(const char *effect_type)
 		elog(ERROR, "could not close a circuit");
 }
 
-/* SessionRole names the role that called, for the audit trail. */
-static const char *
-SessionRole(void)
-{
-	return GetUserNameFromId(GetSessionUserId(), false);
-}
-
 /*
  * idemgate_reset_circuit implements reset_circuit(effect_type, actor):
  * closes the type's circuit by hand (its effects go out again at once);
@@ -440,7 +433,7 @@ idemgate_reset_circuit(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
 				 errmsg("effect type \"%s\" has no endpoint", TruncateForMessage(type)),
 				 errhint("See idemgate.endpoint_health for the endpoints and their circuits.")));
-	was_open = CloseCircuit(type, "endpoint_circuit_reset", text_to_cstring(actor), SessionRole());
+	was_open = CloseCircuit(type, "endpoint_circuit_reset", text_to_cstring(actor), SessionRoleName());
 	if (!was_open)
 	{
 		EventDetails details;
@@ -448,7 +441,7 @@ idemgate_reset_circuit(PG_FUNCTION_ARGS)
 		DetailsInit(&details);
 		DetailsText(&details, "effect_type", type);
 		DetailsBool(&details, "was_open", false);
-		DetailsText(&details, "by", SessionRole());
+		DetailsText(&details, "by", SessionRoleName());
 		RecordEvent(NULL, NULL, "endpoint_circuit_reset", text_to_cstring(actor), DetailsFinish(&details));
 	}
 	else

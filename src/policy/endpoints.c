@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * src/policy/endpoints.c
- *	  register_endpoint and the URL checks that keep effects away from
- *	  places they should not go (SSRF): an effect is only ever sent to the
+ *	  The endpoints table's one writer: register_endpoint (with its limits
+ *	  and status URL) and unregister_endpoint; and the URL checks that
+ *	  keep effects away from places they should not go (SSRF): an effect is only ever sent to the
  *	  URL registered for its type by an operator, never to a URL taken from
  *	  a payload; the URL is parsed with libcurl's own URL parser (the one
  *	  that will send the request, so the two cannot disagree); plain http
@@ -33,6 +34,7 @@
 #include "core/crypto.h"
 #include "policy/destinations.h"
 #include "core/dispatcher_wake.h"
+#include "policy/endpoint_circuits.h"
 #include "policy/endpoints.h"
 #include "ledger/events.h"
 #include "core/guc.h"
@@ -44,6 +46,7 @@
 #include "core/idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_endpoint);
+PG_FUNCTION_INFO_V1(idemgate_unregister_endpoint);
 
 
 /* Headers the dispatcher sets itself; an endpoint may not override them. */
@@ -68,6 +71,18 @@ static SavedStatement set_status_url_stmt = {
 	"UPDATE idemgate.endpoints SET status_url = $2"
 	" WHERE effect_type OPERATOR(pg_catalog.=) $1",
 	2, {TEXTOID, TEXTOID}
+};
+
+static SavedStatement store_limits_stmt = {
+	"UPDATE idemgate.endpoints SET rate_limit = $2, max_in_flight = $3"
+	" WHERE effect_type OPERATOR(pg_catalog.=) $1",
+	3, {TEXTOID, FLOAT8OID, INT4OID}
+};
+
+static SavedStatement unregister_stmt = {
+	"DELETE FROM idemgate.endpoints WHERE effect_type OPERATOR(pg_catalog.=) $1"
+	" RETURNING effect_type",
+	1, {TEXTOID}
 };
 
 /* StripBrackets returns host without the [] of an IPv6 literal. */
@@ -531,4 +546,54 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	WakeDispatcherAtCommit();	/* pending effects of this type may go now */
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/* StoreEndpointLimits writes the limits of a registered endpoint; see endpoints.h. */
+void
+StoreEndpointLimits(text *effect_type, Datum rate, bool rate_null,
+					Datum max_in_flight, bool max_null)
+{
+	Datum		values[3];
+	char		nulls[3] = {' ', rate_null ? 'n' : ' ', max_null ? 'n' : ' '};
+
+	values[0] = PointerGetDatum(effect_type);
+	values[1] = rate;
+	values[2] = max_in_flight;
+	if (ExecSaved(&store_limits_stmt, values, nulls, false, 0) != SPI_OK_UPDATE ||
+		SPI_processed != 1)
+		elog(ERROR, "could not store the endpoint limits");
+}
+
+/*
+ * idemgate_unregister_endpoint implements unregister_endpoint(effect_type,
+ * actor): removes the type's endpoint; true when there was one. Effects
+ * already being sent are recorded as usual; pending ones wait for a puller
+ * or a new endpoint (the stuck_effects alert says so when they wait long).
+ */
+Datum
+idemgate_unregister_endpoint(PG_FUNCTION_ARGS)
+{
+	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", IDEMGATE_MAX_NAME_BYTES);
+	text	   *actor = TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES);
+	Datum		values[1];
+	bool		found;
+
+	ConnectSPI();
+	values[0] = PointerGetDatum(effect_type);
+	if (ExecSaved(&unregister_stmt, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "could not unregister endpoint");
+	found = SPI_processed > 0;
+	if (found)
+	{
+		EventDetails details;
+
+		DetailsInit(&details);
+		DetailsText(&details, "effect_type", text_to_cstring(effect_type));
+		DetailsText(&details, "role", SessionRoleName());
+		RecordEvent(NULL, NULL, "endpoint_unregistered", text_to_cstring(actor),
+					DetailsFinish(&details));
+		CircuitForget(text_to_cstring(effect_type));	/* a new endpoint starts closed */
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(found);
 }

@@ -53,4 +53,8 @@ extern bool UpsertEndpoint(text *effect_type, text *url, Interval *timeout, int3
  */
 extern void AuditEndpointUrl(EventDetails *details, const char *url);
 
+/* StoreEndpointLimits writes the limits of a registered endpoint (inside SPI). */
+extern void StoreEndpointLimits(text *effect_type, Datum rate, bool rate_null,
+								Datum max_in_flight, bool max_null);
+
 #endif

@@ -55,12 +55,6 @@
 
 static int	rate_slot = -1;
 
-static SavedStatement store_limits_stmt = {
-	"UPDATE idemgate.endpoints SET rate_limit = $2, max_in_flight = $3"
-	" WHERE effect_type OPERATOR(pg_catalog.=) $1",
-	3, {TEXTOID, FLOAT8OID, INT4OID}
-};
-
 /* NULL unless the library was preloaded. */
 static RateLimitShared *Rates = NULL;
 
@@ -123,21 +117,6 @@ EndpointLimitsArgs(FunctionCallInfo fcinfo, int argno,
 	}
 }
 
-/* StoreEndpointLimits writes the limits of a registered endpoint (inside SPI). */
-void
-StoreEndpointLimits(text *effect_type, Datum rate, bool rate_null,
-					Datum max_in_flight, bool max_null)
-{
-	Datum		values[3];
-	char		nulls[3] = {' ', rate_null ? 'n' : ' ', max_null ? 'n' : ' '};
-
-	values[0] = PointerGetDatum(effect_type);
-	values[1] = rate;
-	values[2] = max_in_flight;
-	if (ExecSaved(&store_limits_stmt, values, nulls, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not store the endpoint limits");
-}
 
 /* -------------------------------------------------------- dispatcher */
 

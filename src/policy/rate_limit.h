@@ -37,8 +37,6 @@ extern void RateLimitShmemDefine(void);
 extern void EndpointLimitsArgs(FunctionCallInfo fcinfo, int argno,
 							   Datum *rate, bool *rate_null,
 							   Datum *max_in_flight, bool *max_null);
-extern void StoreEndpointLimits(text *effect_type, Datum rate, bool rate_null,
-								Datum max_in_flight, bool max_null);
 
 /* Dispatcher side. */
 extern void RateLimitBegin(int slot);

@@ -1,9 +1,9 @@
 // nodes/shared/connection.ts — PostgreSQL connections from n8n's own
 // `postgres` credential, with node-postgres (pg).
 //
-// One pool per distinct credential, kept for the life of the n8n process
-// (n8n loads a node type once), so a busy webhook workflow does not open a
-// connection per execution. Statements are sent with the extended protocol
+// One pool per credential, kept while the credential stays the same (n8n
+// loads a node type once), so a busy webhook workflow does not open a
+// connection per execution; an edited credential's old pool is ended. Statements are sent with the extended protocol
 // and an unnamed statement: the parameter travels in a Bind message, never
 // in the statement text, and nothing is prepared by name, so PgBouncer in
 // transaction mode works too.
@@ -34,22 +34,43 @@ export function clientConfig(c: ICredentialDataDecryptedObject): ClientConfig {
 	return cfg;
 }
 
-const pools = new Map<string, Pool>();
+/**
+ * The pools, by where they connect as whom (host, port, database, user):
+ * each with the rest of its credential (password, TLS, size). A credential
+ * edited in n8n (a rotated password, another pool size) arrives with the
+ * same identity and other settings: its old pool is ended, not left open
+ * beside the new one. Idle connections close after 30 s, so an unused
+ * pool holds no server connection for long.
+ */
+const pools = new Map<string, { settings: string; pool: Pool }>();
 
 /** poolFor returns the pool of a credential (created on first use). */
 export function poolFor(c: ICredentialDataDecryptedObject): Pool {
 	const cfg = clientConfig(c);
-	const key = JSON.stringify([cfg.host, cfg.port, cfg.database, cfg.user, cfg.password, cfg.ssl ?? null, c.maxConnections]);
-	let pool = pools.get(key);
-	if (!pool) {
-		const pc: PoolConfig = { ...cfg, max: Number(c.maxConnections) || 20, idleTimeoutMillis: 30000 };
-		pool = new Pool(pc);
-		pool.on('error', () => {
-			/* an idle connection died (server restart): the pool replaces it */
+	const identity = JSON.stringify([cfg.host, cfg.port, cfg.database, cfg.user]);
+	const settings = JSON.stringify([cfg.password, cfg.ssl ?? null, c.maxConnections]);
+	const known = pools.get(identity);
+	if (known && known.settings === settings) return known.pool;
+	if (known) {
+		pools.delete(identity);
+		known.pool.end().catch(() => {
+			/* its connections are gone either way */
 		});
-		pools.set(key, pool);
 	}
+	const pc: PoolConfig = { ...cfg, max: Number(c.maxConnections) || 20, idleTimeoutMillis: 30000 };
+	const pool = new Pool(pc);
+	pool.on('error', () => {
+		/* an idle connection died (server restart): the pool replaces it */
+	});
+	pools.set(identity, { settings, pool });
 	return pool;
+}
+
+/** endPools ends every pool (tests; a host that unloads the nodes). */
+export async function endPools(): Promise<void> {
+	const all = [...pools.values()];
+	pools.clear();
+	await Promise.all(all.map((p) => p.pool.end().catch(() => undefined)));
 }
 
 /**
