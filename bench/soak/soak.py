@@ -375,15 +375,24 @@ def fault_kill_dispatcher(sig):
 pending_ends = []	# (time, callable) for the windows that end later
 
 
+held_now = set()	# None (the switch) or a paused type while its window is open
+
+
 def fault_switch_off():
 	# An error may come after the commit (the connection lost in a crash):
 	# the switch goes on again in any case, the window counts only when
-	# the switch-off is known to have committed.
+	# the switch-off is known to have committed. Windows never overlap: a
+	# second switch-off while one is open would end with the first one's
+	# switch-on, and the requests after it would count as held.
+	if None in held_now:
+		return
+	held_now.add(None)
 	ok = try_psql("SELECT idemgate.set_actions_enabled(false, 'soak', 'soak fault')") is not None
 	start = time.time()		# committed before this
 
 	def on():
 		end = time.time()		# before the switch-on begins
+		held_now.discard(None)
 		if ok:
 			windows.append((start, end, None))
 		if try_psql("SELECT idemgate.set_actions_enabled(true, 'soak', 'soak fault over')") is None:
@@ -396,10 +405,14 @@ def fault_switch_off():
 
 def fault_pause():
 	typ = rnd.choice(TYPES)
+	if typ in held_now:
+		return
+	held_now.add(typ)
 	ok = try_psql("SELECT idemgate.pause_effect_type('%s', 'soak', 'soak fault')" % typ) is not None
 	start = time.time()
 
 	def resume():
+		held_now.discard(typ)
 		if ok:
 			windows.append((start, time.time(), typ))
 		if try_psql("SELECT idemgate.resume_effect_type('%s', 'soak')" % typ) is None:

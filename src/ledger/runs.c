@@ -2,9 +2,10 @@
  *
  * src/ledger/runs.c
  *	  The idempotency ledger: the runs table's one writer (the claim
- *	  statement and every transition), claim_lease, cas_transition,
- *	  renew_lease, fail and supersede. claim()'s entry points, in both
- *	  forms, are src/ledger/claim_calls.c.
+ *	  statement, every transition, run completion) and claim_lease, the
+ *	  seed's own statement. claim()'s entry points, in both forms, are
+ *	  src/ledger/claim_calls.c; cas_transition, renew_lease, fail and
+ *	  supersede src/ledger/run_calls.c.
  *
  * Design note. A run is owned by whoever holds (lease_owner, version) while
  * lease_expires_at is in the future. Ownership changes hands in exactly one
@@ -58,11 +59,6 @@
 #include "ledger/tombstones.h"
 
 PG_FUNCTION_INFO_V1(idemgate_claim_lease);
-PG_FUNCTION_INFO_V1(idemgate_cas_transition);
-PG_FUNCTION_INFO_V1(idemgate_renew_lease);
-PG_FUNCTION_INFO_V1(idemgate_fail);
-PG_FUNCTION_INFO_V1(idemgate_supersede);
-PG_FUNCTION_INFO_V1(idemgate_complete_settled_runs);
 
 static const char *const run_states[] = {
 	"processing", "awaiting_human", "approved",
@@ -374,7 +370,7 @@ IsRunState(const char *state)
  * request_approval, enqueue_effect and consume_approval, and approved →
  * completed to the outbox, so they are refused here.
  */
-static bool
+bool
 CasAllowed(const char *from, const char *to)
 {
 	if (strcmp(from, "processing") == 0)
@@ -387,7 +383,7 @@ CasAllowed(const char *from, const char *to)
 }
 
 /* ReportIllegalTransition raises IG002 for from → to. */
-static void
+void
 ReportIllegalTransition(const char *key, const char *from, const char *to)
 {
 	ereport(ERROR,
@@ -988,264 +984,10 @@ idemgate_claim_lease(PG_FUNCTION_ARGS)
 }
 
 
-/* StateArg returns a required run-state argument, checked against the list. */
-static char *
-StateArg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	char	   *state;
 
-	RequireArg(fcinfo, argno, name);
-	state = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	if (!IsRunState(state))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must be a run state, not \"%s\"", name,
-						TruncateForMessage(state)),
-				 errhint("The states are processing, awaiting_human, approved, completed, failed_retryable and failed_terminal.")));
-	return state;
-}
 
-/*
- * idemgate_cas_transition implements cas_transition(key, owner, version,
- * new_state, result): the new version, or NULL when ownership was lost.
- */
-Datum
-idemgate_cas_transition(PG_FUNCTION_ARGS)
-{
-	text	   *key = KeyArg(fcinfo, 0, "key");
-	pg_uuid_t  *owner;
-	int64		version;
-	char	   *new_state;
-	Jsonb	   *result;
-	OwnedRun	run;
-	int64		new_version;
 
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
-	new_state = StateArg(fcinfo, 3, "new_state");
-	CheckDocumentArg(fcinfo, 4, "result");
-	result = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
 
-	ConnectSPI();
-	LockOwnedRun(key, owner, version, &run);
-	if (!run.found || !run.owned)
-	{
-		SPI_finish();
-		PG_RETURN_NULL();
-	}
-	if (!CasAllowed(run.state, new_state))
-		ReportIllegalTransition(text_to_cstring(key), run.state, new_state);
-
-	new_version = SetRunState(key, run.state, new_state, result,
-							  strncmp(new_state, "failed_", 7) == 0, NULL, NULL);
-	if (strcmp(new_state, "failed_terminal") == 0)
-	{
-		char	   *error = result ? JsonbToCString(NULL, &result->root, VARSIZE(result)) : NULL;
-
-		RecordDeadLetter("run", key, NULL, NULL, run.payload, "terminal", error,
-						 run.failures + 1);
-	}
-	SPI_finish();
-	PG_RETURN_INT64(new_version);
-}
-
-/*
- * idemgate_renew_lease implements renew_lease(key, owner, version,
- * extend_by): the new expiry, or NULL when the caller no longer owns a live
- * processing lease or the renewal would outlive idemgate.max_lease_life.
- */
-Datum
-idemgate_renew_lease(PG_FUNCTION_ARGS)
-{
-	text	   *key = KeyArg(fcinfo, 0, "key");
-	Datum		values[5];
-	bool		isnull;
-	Datum		expires;
-
-	RequireArg(fcinfo, 1, "owner");
-	RequireArg(fcinfo, 2, "version");
-	(void) LeaseArg(fcinfo, 3, "extend_by");
-
-	values[0] = PointerGetDatum(key);
-	values[1] = PG_GETARG_DATUM(1);
-	values[2] = PG_GETARG_DATUM(2);
-	values[3] = PG_GETARG_DATUM(3);
-	values[4] = IntervalPGetDatum(UsecsToInterval((int64) IdemgateMaxLeaseLifeSecs * USECS_PER_SEC));
-
-	ConnectSPI();
-	if (ExecSaved(&renew_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "renew statement failed");
-	if (SPI_processed == 0)
-	{
-		SPI_finish();
-		PG_RETURN_NULL();
-	}
-	expires = GetResultDatum(0, 1, &isnull);
-	SPI_finish();
-	PG_RETURN_DATUM(expires);	/* timestamptz is by value */
-}
-
-/*
- * idemgate_fail implements fail(key, owner, version, error_class, error,
- * retryable): the new state, or NULL when ownership was lost. A retryable
- * failure becomes terminal once the run has failed max_run_attempts times;
- * a terminal failure leaves a dead letter with the full payload.
- */
-Datum
-idemgate_fail(PG_FUNCTION_ARGS)
-{
-	text	   *key = KeyArg(fcinfo, 0, "key");
-	pg_uuid_t  *owner;
-	int64		version;
-	char	   *error_class;
-	char	   *error;
-	bool		retryable;
-	OwnedRun	run;
-	const char *new_state;
-	int			failures;
-	EventDetails result;
-	EventDetails info;
-
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
-	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", IDEMGATE_MAX_ERROR_CLASS_BYTES));
-	error = PG_ARGISNULL(4) ? NULL : ClipErrorText(text_to_cstring(PG_GETARG_TEXT_PP(4)));
-	RequireArg(fcinfo, 5, "retryable");
-	retryable = PG_GETARG_BOOL(5);
-
-	ConnectSPI();
-	LockOwnedRun(key, owner, version, &run);
-	if (!run.found || !run.owned)
-	{
-		SPI_finish();
-		PG_RETURN_NULL();
-	}
-
-	failures = run.failures + 1;
-	if (strcmp(run.state, "processing") == 0)
-		new_state = (retryable && failures < IdemgateMaxRunAttempts) ?
-			"failed_retryable" : "failed_terminal";
-	else if (!retryable && (strcmp(run.state, "awaiting_human") == 0 ||
-							strcmp(run.state, "approved") == 0))
-		new_state = "failed_terminal";
-	else
-	{
-		ReportIllegalTransition(text_to_cstring(key), run.state,
-								retryable ? "failed_retryable" : "failed_terminal");
-		new_state = NULL;		/* keep compiler quiet */
-	}
-
-	DetailsInit(&result);
-	DetailsText(&result, "error_class", error_class);
-	DetailsText(&result, "error", error);
-	DetailsInt(&result, "failures", failures);
-
-	/*
-	 * The event carries the error class and the failure count (never the
-	 * error text, which may quote personal data); retry_exhausted marks a
-	 * retryable failure made terminal by idemgate.max_run_attempts, which
-	 * run_metrics counts beside the effects' retry exhaustion.
-	 */
-	DetailsInit(&info);
-	DetailsText(&info, "error_class", error_class);
-	DetailsInt(&info, "failures", failures);
-	DetailsBool(&info, "retryable", retryable);
-	if (retryable && strcmp(new_state, "failed_terminal") == 0)
-		DetailsBool(&info, "retry_exhausted", true);
-	SetRunState(key, run.state, new_state, DetailsFinish(&result), true, NULL,
-				DetailsFinish(&info));
-	if (strcmp(new_state, "failed_terminal") == 0)
-		RecordDeadLetter("run", key, NULL, NULL, run.payload, error_class, error, failures);
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text(new_state));
-}
-
-/*
- * idemgate_supersede implements supersede(original_key, new_key, payload,
- * operator, reason, lease): the only replay of a finished key. The new key
- * is claimed with replaces_key set; the original run is never modified.
- */
-Datum
-idemgate_supersede(PG_FUNCTION_ARGS)
-{
-	text	   *original = KeyArg(fcinfo, 0, "original_key");
-	text	   *new_key = KeyArg(fcinfo, 1, "new_key");
-	Jsonb	   *payload;
-	char	   *operator_name;
-	char	   *reason;
-	Interval   *lease;
-	Datum		values[1];
-	bool		isnull;
-	char	   *state;
-	Datum		workflow;
-	bool		workflow_null;
-	ClaimResult res = {0};
-
-	RequireArg(fcinfo, 2, "payload");
-	CheckDocumentArg(fcinfo, 2, "payload");
-	payload = PG_GETARG_JSONB_P(2);
-	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", IDEMGATE_MAX_NAME_BYTES));
-	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", IDEMGATE_MAX_REASON_BYTES));
-	lease = LeaseArg(fcinfo, 5, "lease");
-	if (VARSIZE_ANY_EXHDR(original) == VARSIZE_ANY_EXHDR(new_key) &&
-		memcmp(VARDATA_ANY(original), VARDATA_ANY(new_key), VARSIZE_ANY_EXHDR(new_key)) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"new_key\" must differ from \"original_key\""),
-				 errhint("A correction is a new business event with its own key issued upstream.")));
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ConnectSPI();
-	values[0] = PointerGetDatum(original);
-	if (ExecSaved(&lock_original_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "run look-up failed");
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
-				 errmsg("run \"%s\" does not exist", text_to_cstring(original))));
-	state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
-	workflow = GetResultDatum(0, 2, &workflow_null);
-	if (strcmp(state, "completed") != 0 && strcmp(state, "failed_terminal") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-				 errmsg("run \"%s\" is %s; only completed or failed_terminal runs can be superseded",
-						text_to_cstring(original), state),
-				 errhint("A run in progress recovers through claim; wait for it to finish.")));
-	/* An original has one successor (the same call again is a duplicate). */
-	if (ExecSavedLatest(&superseded_by_stmt, values, NULL, 1) != SPI_OK_SELECT)
-		elog(ERROR, "successor look-up failed");
-	if (SPI_processed == 1)
-	{
-		char	   *successor = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
-
-		if (strcmp(successor, text_to_cstring(new_key)) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("run \"%s\" was already superseded by \"%s\"", text_to_cstring(original), successor),
-					 errdetail("An original is superseded at most once: two live successors would both act on it."),
-					 errhint("Supersede \"%s\" instead, once it has finished.", successor)));
-	}
-
-	ClaimRun(new_key, payload, lease, workflow_null ? NULL : DatumGetTextPP(workflow),
-			 NULL, original, operator_name, NULL, &res);
-	if (strcmp(res.outcome, "claimed") == 0)
-	{
-		EventDetails details;
-
-		DetailsInit(&details);
-		DetailsText(&details, "new_key", text_to_cstring(new_key));
-		DetailsText(&details, "reason", reason);
-		DetailsText(&details, "original_state", state);
-		RecordEvent(original, NULL, "superseded", operator_name, DetailsFinish(&details));
-	}
-	EmitClaimResult(fcinfo, &res);
-	SPI_finish();
-	return (Datum) 0;
-}
 
 /*
  * CompleteLockedRuns ends the runs of keys (a text[] datum), locked by
@@ -1438,32 +1180,6 @@ CompleteSettledRuns(int limit)
 	return n;
 }
 
-/*
- * idemgate_complete_settled_runs implements complete_settled_runs(max_runs):
- * CompleteSettledRuns over max_runs approved runs from where this session
- * stopped, or over all of them when max_runs is NULL.
- */
-Datum
-idemgate_complete_settled_runs(PG_FUNCTION_ARGS)
-{
-	int			limit = 0;
-	int			n;
-
-	if (!PG_ARGISNULL(0))
-	{
-		limit = PG_GETARG_INT32(0);
-		if (limit < 1 || limit > IDEMGATE_MAX_SETTLED_RUNS_BATCH)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"max_runs\" must be between 1 and %d, not %d",
-							IDEMGATE_MAX_SETTLED_RUNS_BATCH, limit),
-					 errhint("Pass NULL to look at every approved run.")));
-	}
-	ConnectSPI();
-	n = CompleteSettledRuns(limit);
-	SPI_finish();
-	PG_RETURN_INT32(n);
-}
 
 /* ResetRunFailures sets a locked run's failure count back to 0 (reinject). */
 void
@@ -1569,4 +1285,61 @@ InsertApprovedRun(text *key, bytea *payload_hash)
 	if (ExecSaved(&insert_approved_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert run");
 	return SPI_processed == 1;
+}
+
+/*
+ * RenewRunLease extends the lease of a processing run its owner holds
+ * (renew_lease's statement): the new expiry, or 0 with *renewed false when
+ * the owner no longer holds it or the lease would outlive max_lease_life.
+ * Must be called inside SPI.
+ */
+TimestampTz
+RenewRunLease(text *key, Datum owner, Datum version, Interval *extend_by, bool *renewed)
+{
+	Datum		values[5];
+	bool		isnull;
+
+	values[0] = PointerGetDatum(key);
+	values[1] = owner;
+	values[2] = version;
+	values[3] = IntervalPGetDatum(extend_by);
+	values[4] = IntervalPGetDatum(UsecsToInterval((int64) IdemgateMaxLeaseLifeSecs * USECS_PER_SEC));
+	if (ExecSaved(&renew_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "renew statement failed");
+	*renewed = SPI_processed > 0;
+	return *renewed ? DatumGetTimestampTz(GetResultDatum(0, 1, &isnull)) : 0;
+}
+
+/*
+ * LockRunToSupersede locks run key for supersede (FOR NO KEY UPDATE) and
+ * gives its state and workflow (*workflow NULL when none); false when
+ * there is no such run. Must be called inside SPI.
+ */
+bool
+LockRunToSupersede(text *key, char **state, text **workflow)
+{
+	Datum		value = PointerGetDatum(key);
+	bool		isnull;
+	Datum		d;
+
+	if (ExecSaved(&lock_original_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "run look-up failed");
+	if (SPI_processed == 0)
+		return false;
+	*state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
+	d = GetResultDatum(0, 2, &isnull);
+	*workflow = isnull ? NULL : DatumGetTextPCopy(d);
+	return true;
+}
+
+/* RunSuccessor names the run that superseded key, or NULL. Must be called inside SPI. */
+char *
+RunSuccessor(text *key)
+{
+	Datum		value = PointerGetDatum(key);
+	bool		isnull;
+
+	if (ExecSavedLatest(&superseded_by_stmt, &value, NULL, 1) != SPI_OK_SELECT)
+		elog(ERROR, "successor look-up failed");
+	return SPI_processed == 1 ? TextDatumGetCString(GetResultDatum(0, 1, &isnull)) : NULL;
 }

@@ -100,4 +100,13 @@ extern Interval *LeaseArg(FunctionCallInfo fcinfo, int argno, const char *name);
 /* EmitClaimResult puts a claim outcome into the function's result set. */
 extern void EmitClaimResult(FunctionCallInfo fcinfo, ClaimResult *res);
 
+/* CasAllowed tells whether cas_transition may move a run from one state to another. */
+extern bool CasAllowed(const char *from, const char *to);
+/* ReportIllegalTransition raises IG002 for a transition the table refuses. */
+extern void ReportIllegalTransition(const char *key, const char *from, const char *to);
+extern TimestampTz RenewRunLease(text *key, Datum owner, Datum version, Interval *extend_by,
+								 bool *renewed);
+extern bool LockRunToSupersede(text *key, char **state, text **workflow);
+extern char *RunSuccessor(text *key);
+
 #endif
