@@ -6,7 +6,7 @@
 # temp instance (README.md, "Quick start", lists them):
 #   as the postgres user, with shared_preload_libraries = 'idemgate':
 #   pg_regress (test/sql), isolation specs (test/specs), TAP (test/t), the
-#   first two again with assertions, contrib/prometheus with Debian's
+#   first two again with assertions, monitoring/prometheus with Debian's
 #   prometheus-postgres-exporter and promtool (test/prometheus);
 #   as root: the HTTP sink self-test (test/sink), 3 minutes of the soak
 #   with random faults (bench/soak), idemgate on Citus 13 (test/citus);
@@ -157,7 +157,7 @@ case $pg18 in
   *) echo "${pg18:-pg18: skipped — scripts/pg18.sh printed nothing}" ;;
 esac
 
-# contrib/prometheus with the real tools (exporter, promtool), its own count.
+# monitoring/prometheus with the real tools (exporter, promtool), its own count.
 [ -f test/prometheus/run.sh ] &&
   counted prometheus '^(ok|not ok) - ' runuser -u postgres -- env -C "$tree" bash test/prometheus/run.sh
 
@@ -175,7 +175,7 @@ counted n8n '^(not ok|# )' bash test/n8n/run.sh
 
 # The n8n community-node package (n8n/): built, unit-tested, linted and
 # packed, installed into the same cached n8n, and the workflows built from
-# its nodes (examples/n8n-nodes/) driven on loopback; see test/n8n-nodes/run.sh.
+# its nodes (examples/n8n-idemgate-nodes/) driven on loopback; see test/n8n-nodes/run.sh.
 counted n8n-nodes '^(not ok|# )' bash test/n8n-nodes/run.sh
 
 for f in "$logs"/*.diffs; do [ -f "$f" ] && { echo "--- $f"; head -c 20000 "$f"; }; done

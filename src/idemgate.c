@@ -10,7 +10,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "delivery/dispatcher.h"
+#include "delivery/launcher.h"
 #include "core/dispatcher_shmem.h"
 #include "core/extension_notice.h"
 #include "core/guc.h"

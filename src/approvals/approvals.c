@@ -59,7 +59,7 @@
 #include "core/idemgate_limits.h"
 #include "core/identity.h"
 #include "ledger/runs.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_request_approval);

@@ -7,7 +7,7 @@
  *	  effect or approval id (a version 8 UUID whose first two bytes are the
  *	  bucket) or a token (the 43-character secret, '.', the bucket in four
  *	  hex digits). So every call finds its one shard from its arguments,
- *	  with no look-up; src/citus/spi_util.c adds the bucket to each statement.
+ *	  with no look-up; src/citus/statements.c adds the bucket to each statement.
  *
  *	  Whether this install is distributed is read once per backend and
  *	  again after any invalidation of idemgate.runs (distribute() changes
@@ -103,7 +103,7 @@ CitusWorkerBeforeDistribute(void)
 bool
 IdemgateTableIsDistributed(const char *name)
 {
-	Oid			nsp = get_namespace_oid("idemgate", true);	/* below spi_util.c */
+	Oid			nsp = get_namespace_oid("idemgate", true);	/* below statements.c */
 	Oid			rel = OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 	char		sql[160];
 	int			rc;

@@ -32,7 +32,7 @@
 #include "utils/syscache.h"
 
 #include "citus/shard_buckets.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 static HTAB *shard_buckets = NULL;
 

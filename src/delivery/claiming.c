@@ -19,7 +19,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/args.h"
 #include "core/guc.h"
 #include "core/idemgate_limits.h"

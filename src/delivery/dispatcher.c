@@ -15,7 +15,7 @@
  *
  * Processes. The launcher (src/delivery/launcher.c) starts idemgate.dispatchers
  * dynamic workers in idemgate.database and restarts any that exit. The
- * provider id is read from a response by src/delivery/response.c, and
+ * provider id is read from a response by src/delivery/answer_body.c, and
  * dispatcher_status() reads the shared slots (src/operations/dispatcher_status.c).
  * A dispatcher whose database has no idemgate extension yet stays idle.
  *
@@ -144,11 +144,11 @@
 #include "outbox/outbox_lookups.h"
 #include "core/pg_compat.h"
 #include "policy/rate_limit.h"
-#include "delivery/response.h"
+#include "delivery/answer_body.h"
 #include "policy/secrets.h"
 #include "delivery/send_barrier.h"
 #include "policy/status_url.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/worker_signals.h"
 #include "delivery/worker_transactions.h"
 

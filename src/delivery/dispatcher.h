@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * src/delivery/dispatcher.h
- *	  The launcher and dispatcher background workers.
+ *	  The dispatcher background worker (the launcher starts it by name).
  *
  *-------------------------------------------------------------------------
  */

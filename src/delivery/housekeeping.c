@@ -19,7 +19,7 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/guc.h"
 #include "core/idemgate_limits.h"
 #include "delivery/dispatch_items.h"

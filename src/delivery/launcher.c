@@ -30,7 +30,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "delivery/dispatcher.h"
+#include "delivery/launcher.h"
 #include "core/dispatcher_shmem.h"
 #include "core/guc.h"
 #include "core/worker_signals.h"

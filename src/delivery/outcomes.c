@@ -23,7 +23,7 @@
 #include "core/worker_signals.h"
 #include "delivery/dispatch_items.h"
 #include "delivery/outcomes.h"
-#include "delivery/response.h"
+#include "delivery/answer_body.h"
 #include "delivery/worker_transactions.h"
 #include "outbox/outbox.h"
 #include "outbox/outbox_dispatch.h"

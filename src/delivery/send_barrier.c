@@ -95,7 +95,7 @@
 #include "policy/killswitch.h"
 #include "delivery/send_barrier.h"
 #include "core/shmem_segment.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_hold_sends_trigger);
 

@@ -23,7 +23,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/guc.h"
 #include "delivery/worker_transactions.h"
 

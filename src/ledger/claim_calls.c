@@ -21,7 +21,7 @@
 
 #include "citus/distributed.h"
 #include "citus/shard_autocommit.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/args.h"
 #include "core/crypto.h"
 #include "core/doc_limits.h"

@@ -119,7 +119,7 @@
 #include "ledger/claim_direct.h"
 #include "citus/distributed.h"
 #include "core/pg_compat.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "ledger/tombstones.h"
 
 /* How the statement fills a known column it does not name. */

@@ -21,7 +21,7 @@
 
 #include "ledger/dead_letters.h"
 #include "ledger/events.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 static SavedStatement insert_dead_letter = {
 	"INSERT INTO idemgate.dead_letters (kind, idempotency_key, effect_id, effect_type, "

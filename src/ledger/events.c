@@ -16,7 +16,7 @@
 #include "utils/jsonb.h"
 
 #include "ledger/events.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 static SavedStatement duplicate_event_stmt = {
 	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details/*@bucket_col*/)"

@@ -23,7 +23,7 @@
 #include "utils/lsyscache.h"
 
 #include "ledger/payload_hmac.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 static SavedStatement hmac_stmt = {
 	"SELECT idemgate.payload_hmac($1)",

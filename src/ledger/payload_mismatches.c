@@ -50,7 +50,7 @@
 #include "ledger/events.h"
 #include "core/idemgate_limits.h"
 #include "ledger/payload_mismatches.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/shmem_segment.h"
 
 PG_FUNCTION_INFO_V1(idemgate_payload_mismatches);

@@ -28,7 +28,7 @@
 #include "ledger/events.h"
 #include "core/guc.h"
 #include "ledger/runs.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "ledger/validate.h"
 
 PG_FUNCTION_INFO_V1(idemgate_record_validation);

@@ -18,7 +18,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/args.h"
 #include "core/doc_limits.h"
 #include "core/guc.h"

@@ -54,7 +54,7 @@
 #include "ledger/payload_mismatches.h"
 #include "ledger/runs.h"
 #include "citus/shard_autocommit.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/sqlstates.h"
 #include "ledger/tombstones.h"
 

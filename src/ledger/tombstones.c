@@ -51,7 +51,7 @@
 #include "ledger/events.h"
 #include "core/idemgate_limits.h"
 #include "core/pg_compat.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "ledger/tombstones.h"
 
 PG_FUNCTION_INFO_V1(idemgate_purge_tombstones);

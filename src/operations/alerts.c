@@ -49,7 +49,7 @@
 #include "citus/distributed.h"
 #include "ledger/events.h"
 #include "core/guc.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_watch_workflow);

@@ -19,7 +19,7 @@
 #include "core/extension_notice.h"
 #include "citus/distributed.h"
 #include "core/guc.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_dispatcher_status);
 

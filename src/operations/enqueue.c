@@ -59,7 +59,7 @@
 #include "core/idemgate_limits.h"
 #include "outbox/outbox.h"
 #include "ledger/runs.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "policy/undeclared_types.h"
 #include "core/sqlstates.h"
 

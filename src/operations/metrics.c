@@ -70,7 +70,7 @@
 #include "core/args.h"
 #include "policy/killswitch.h"
 #include "operations/metrics.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/idemgate_limits.h"
 
 PG_FUNCTION_INFO_V1(idemgate_metrics);

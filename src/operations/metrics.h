@@ -23,7 +23,7 @@
  * same as in metrics_stmt, type_metrics_stmt and run_metrics_stmt
  * (src/operations/metrics.c): change them together. Both start with a comma. On
  * Citus purge runs them one shard at a time: each scan of a per-run table
- * carries a / *@buckets* / marker (src/citus/spi_util.c).
+ * carries a / *@buckets* / marker (src/citus/statements.c).
  */
 #define METRICS_ROLLUP_CTES \
 	", facts AS (" \

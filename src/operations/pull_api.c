@@ -22,7 +22,7 @@
 #include "policy/killswitch.h"
 #include "outbox/outbox.h"
 #include "policy/pull_grants.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_claim_effects);
 PG_FUNCTION_INFO_V1(idemgate_complete_effect);

@@ -58,7 +58,7 @@
 #include "core/crypto.h"
 #include "operations/rerun.h"
 #include "ledger/runs.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_reinject);

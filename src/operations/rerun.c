@@ -61,7 +61,7 @@
 #include "operations/rerun.h"
 #include "ledger/runs.h"
 #include "policy/secrets.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_rerun);
 

@@ -72,7 +72,7 @@
 #include "ledger/events.h"
 #include "operations/metrics.h"
 #include "citus/shard_buckets.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/guc.h"
 #include "core/idemgate_limits.h"
 #include "ledger/tombstones.h"

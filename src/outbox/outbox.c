@@ -71,7 +71,7 @@
 #include "outbox/outbox.h"
 #include "citus/shard_buckets.h"
 #include "ledger/runs.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/sqlstates.h"
 
 /* Attempts allowed when the effect's type has no registered endpoint. */

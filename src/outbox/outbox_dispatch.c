@@ -23,7 +23,7 @@
 #include "outbox/outbox.h"
 #include "outbox/outbox_dispatch.h"
 #include "citus/shard_buckets.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 /*
  * Plans. The run's state is read by a scalar subquery (one probe of

@@ -32,7 +32,7 @@
 #include "outbox/outbox_lookups.h"
 #include "ledger/runs.h"
 #include "citus/shard_buckets.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 /*
  * Due look-ups, $1 at most, oldest first per type: unknown, not leased

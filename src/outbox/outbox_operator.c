@@ -18,7 +18,7 @@
 #include "utils/uuid.h"
 
 #include "citus/distributed.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/crypto.h"
 #include "core/dispatcher_wake.h"
 #include "outbox/outbox.h"

@@ -88,7 +88,7 @@
 #include "policy/effect_policies.h"
 #include "ledger/events.h"
 #include "core/idemgate_limits.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_set_effect_policy);
 

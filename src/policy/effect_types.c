@@ -30,7 +30,7 @@
 #include "policy/effect_types.h"
 #include "ledger/events.h"
 #include "core/idemgate_limits.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_pause_effect_type);

@@ -42,7 +42,7 @@
 #include "ledger/events.h"
 #include "core/guc.h"
 #include "core/idemgate_limits.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/sqlstates.h"
 
 PG_FUNCTION_INFO_V1(idemgate_reset_circuit);

@@ -41,7 +41,7 @@
 #include "policy/effect_types.h"
 #include "policy/rate_limit.h"
 #include "policy/secrets.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "policy/status_url.h"
 #include "core/idemgate_limits.h"
 

@@ -29,7 +29,7 @@
 #include "ledger/events.h"
 #include "core/guc.h"
 #include "policy/killswitch.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_set_actions_enabled);
 PG_FUNCTION_INFO_V1(idemgate_actions_enabled);

@@ -61,7 +61,7 @@
 #include "core/args.h"
 #include "citus/distributed.h"
 #include "ledger/events.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_grant_role);
 PG_FUNCTION_INFO_V1(idemgate_revoke_role);

@@ -32,7 +32,7 @@
 #include "ledger/events.h"
 #include "core/pg_compat.h"
 #include "policy/pull_grants.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "policy/undeclared_types.h"
 
 PG_FUNCTION_INFO_V1(idemgate_grant_effect_type);

@@ -50,7 +50,7 @@
 
 #include "policy/rate_limit.h"
 #include "core/shmem_segment.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "core/idemgate_limits.h"
 
 static int	rate_slot = -1;

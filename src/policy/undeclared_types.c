@@ -30,7 +30,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 #include "policy/undeclared_types.h"
 
 /* IDEMGATE_DECLARED: a type named $ (text) is declared. */

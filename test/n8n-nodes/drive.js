@@ -1,5 +1,5 @@
 // test/n8n-nodes/drive.js — drives the workflows built from the idemgate n8n
-// nodes (examples/n8n-nodes/) in a running n8n on loopback and checks what
+// nodes (examples/n8n-idemgate-nodes/) in a running n8n on loopback and checks what
 // idemgate recorded. Started by test/n8n-nodes/run.sh, which sets the
 // environment below and counts the "ok - ..." / "not ok - ..." lines.
 //

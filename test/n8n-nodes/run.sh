@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test/n8n-nodes/run.sh — the n8n community-node package (n8n/) in a real
-# n8n, driving the workflows built from its nodes (examples/n8n-nodes/) on
+# n8n, driving the workflows built from its nodes (examples/n8n-idemgate-nodes/) on
 # loopback. As root, after `make install` (scripts/test.sh runs it as its
 # own suite).
 #
@@ -184,7 +184,7 @@ cat >"$T/credentials.json" <<JSON
 JSON
 "$n8n" import:credentials --input="$T/credentials.json" >"$T/import.log" 2>&1 ||
   fail_now "n8n import:credentials failed: $(tail -5 "$T/import.log")"
-"$n8n" import:workflow --separate --input="$root/examples/n8n-nodes" >>"$T/import.log" 2>&1 ||
+"$n8n" import:workflow --separate --input="$root/examples/n8n-idemgate-nodes" >>"$T/import.log" 2>&1 ||
   fail_now "n8n import:workflow failed: $(tail -5 "$T/import.log")"
 # A test-only workflow whose work fails without recording it, with the
 # shipped error workflow as its error workflow.
@@ -195,7 +195,7 @@ JSON
 "$n8n" update:workflow --all --active=true >>"$T/import.log" 2>&1 &&
   "$n8n" update:workflow --id=IdgNodeErrors001 --active=false >>"$T/import.log" 2>&1 ||
   fail_now "n8n update:workflow (activation) failed: $(tail -5 "$T/import.log")"
-ok "n8n: credentials and the 7 workflows of examples/n8n-nodes imported and activated"
+ok "n8n: credentials and the 7 workflows of examples/n8n-idemgate-nodes imported and activated"
 echo "# imported after $(( $(date +%s) - started )) s"
 
 "$n8n" start >"$T/n8n.log" 2>&1 &

@@ -1,4 +1,4 @@
-// test/n8n/drive.js — drives the shipped n8n workflows (examples/n8n/) in a
+// test/n8n/drive.js — drives the shipped n8n workflows (examples/n8n-postgres-node/) in a
 // running n8n on loopback and checks what idemgate recorded. Started by
 // test/n8n/run.sh, which sets the environment below. Prints one "ok - ..." or
 // "not ok - ..." line per check and "N passed, M failed" last.

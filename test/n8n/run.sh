@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/n8n/run.sh — the shipped n8n workflows (examples/n8n/*.json), imported
+# test/n8n/run.sh — the shipped n8n workflows (examples/n8n-postgres-node/*.json), imported
 # unchanged into a real n8n and driven on loopback. As root, after
 # `make install` (scripts/test.sh runs it as its own suite).
 #
@@ -138,7 +138,7 @@ cat >"$T/credentials.json" <<JSON
 JSON
 "$n8n" import:credentials --input="$T/credentials.json" >"$T/import.log" 2>&1 ||
   fail_now "n8n import:credentials failed: $(tail -5 "$T/import.log")"
-"$n8n" import:workflow --separate --input="$root/examples/n8n" >>"$T/import.log" 2>&1 ||
+"$n8n" import:workflow --separate --input="$root/examples/n8n-postgres-node" >>"$T/import.log" 2>&1 ||
   fail_now "n8n import:workflow failed: $(tail -5 "$T/import.log")"
 # A test-only workflow whose work fails the way the intake raises it, with
 # the shipped error workflow as its error workflow.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test/prometheus/run.sh — contrib/prometheus tested with the real tools.
+# test/prometheus/run.sh — monitoring/prometheus tested with the real tools.
 #
 # Runs as the postgres user (scripts/test.sh calls it) against the
 # installed extension:
@@ -10,7 +10,7 @@
 #      role with a password holding only the reader bundle, made as
 #      docs/operations.md says;
 #   2. Debian's prometheus-postgres-exporter (0.11) with
-#      --extend.query-path=contrib/prometheus/queries.yaml on 127.0.0.1 and
+#      --extend.query-path=monitoring/prometheus/queries.yaml on 127.0.0.1 and
 #      a DATA_SOURCE_NAME of the form docs/operations.md gives, scraped with
 #      curl: the idemgate series, their labels and values; promtool check
 #      metrics on prometheus() and on the exporter's idemgate series;
@@ -20,7 +20,7 @@
 # Every process it starts is stopped on exit. Prints "N passed, M failed".
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-contrib="$root/contrib/prometheus"
+monitoring="$root/monitoring/prometheus"
 bindir=$(${PG_CONFIG:-pg_config} --bindir)
 tmp=$(mktemp -d /tmp/idemgate-prom.XXXXXX)
 passed=0; failed=0
@@ -105,7 +105,7 @@ else cat "$tmp/lint-function.log"; not_ok "promtool check metrics: prometheus() 
 eport=$(free_port)
 DATA_SOURCE_NAME="postgresql://prom_reader:$secret@127.0.0.1:$pgport/idemgate_prom?sslmode=disable" \
   prometheus-postgres-exporter --disable-default-metrics --disable-settings-metrics \
-    --extend.query-path="$contrib/queries.yaml" --web.listen-address="127.0.0.1:$eport" \
+    --extend.query-path="$monitoring/queries.yaml" --web.listen-address="127.0.0.1:$eport" \
     >"$tmp/exporter.log" 2>&1 &
 exporter_pid=$!
 scraped=false
@@ -193,10 +193,10 @@ then ok "exporter series, labels and values (= prometheus())"; else cat "$tmp/co
 grep -c '^ok' "$tmp/compare.log" | sed 's/^/  samples checked: /'
 
 # 3. Alerting rules.
-if promtool check rules "$contrib/idemgate-rules.yml" >"$tmp/check.log" 2>&1; then ok "promtool check rules"; else cat "$tmp/check.log"; not_ok "promtool check rules"; fi
-if (cd "$contrib" && promtool test rules idemgate-rules.test.yml) >"$tmp/ruletest.log" 2>&1; then ok "promtool test rules"; else cat "$tmp/ruletest.log"; not_ok "promtool test rules"; fi
+if promtool check rules "$monitoring/idemgate-rules.yml" >"$tmp/check.log" 2>&1; then ok "promtool check rules"; else cat "$tmp/check.log"; not_ok "promtool check rules"; fi
+if (cd "$monitoring" && promtool test rules idemgate-rules.test.yml) >"$tmp/ruletest.log" 2>&1; then ok "promtool test rules"; else cat "$tmp/ruletest.log"; not_ok "promtool test rules"; fi
 # Every alert of the alerts view has a rule, and a unit test that fires it.
-if python3 - "$contrib" >"$tmp/coverage.log" 2>&1 <<'PY'
+if python3 - "$monitoring" >"$tmp/coverage.log" 2>&1 <<'PY'
 import re, sys
 d = sys.argv[1]
 rules = open(d + '/idemgate-rules.yml').read()
@@ -219,7 +219,7 @@ PY
 then ok "a rule and a firing unit test per alert (and exporter down)"; else cat "$tmp/coverage.log"; not_ok "a rule and a firing unit test per alert (and exporter down)"; fi
 
 # 4. The dashboard.
-if python3 - "$contrib/idemgate-dashboard.json" "$tmp/exporter.prom" >"$tmp/dashboard.log" 2>&1 <<'PY'
+if python3 - "$monitoring/idemgate-dashboard.json" "$tmp/exporter.prom" >"$tmp/dashboard.log" 2>&1 <<'PY'
 import json, re, sys
 dash = json.load(open(sys.argv[1]))
 scraped = set(re.findall(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]', open(sys.argv[2]).read(), re.M))

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * src/delivery/response.c
+ * src/delivery/answer_body.c
  *	  Reading what a provider answered. Never raises: a hostile or broken
  *	  body must not lose the outcome of a delivered effect.
  *
@@ -13,7 +13,7 @@
 
 #include "delivery/http.h"
 #include "core/pg_compat.h"
-#include "delivery/response.h"
+#include "delivery/answer_body.h"
 #include "core/idemgate_limits.h"
 
 typedef struct ProviderIdParse

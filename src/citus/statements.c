@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * src/citus/spi_util.c
+ * src/citus/statements.c
  *	  Saved SPI plans: each statement is parsed and planned once per
  *	  backend, then reused. Statements are parameterised; no value is ever
  *	  spliced into SQL text.
@@ -22,7 +22,7 @@
 #include "utils/uuid.h"
 
 #include "citus/distributed.h"
-#include "citus/spi_util.h"
+#include "citus/statements.h"
 
 /*
  * Routing on Citus (docs/citus.md). A statement on a per-run table names
@@ -456,7 +456,7 @@ GetResultDatum(int row, int col, bool *isnull)
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
 }
 
-/* ResultColumnArray; see spi_util.h. */
+/* ResultColumnArray; see statements.h. */
 Datum
 ResultColumnArray(int col, Oid elemtype)
 {

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * src/citus/spi_util.h
+ * src/citus/statements.h
  *	  Saved SPI plans and small helpers to read SPI results.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef IDEMGATE_SPI_UTIL_H
-#define IDEMGATE_SPI_UTIL_H
+#ifndef IDEMGATE_STATEMENTS_H
+#define IDEMGATE_STATEMENTS_H
 
 #include "postgres.h"
 #include "executor/spi.h"
@@ -21,7 +21,7 @@ typedef struct SavedStatement
 	SPIPlanPtr	plan;
 	int			cursor_options;	/* e.g. CURSOR_OPT_GENERIC_PLAN; 0 = default */
 	bool		planned;		/* executed once since it was prepared */
-	/* Set on first use; see "Routing on Citus" in src/citus/spi_util.c. */
+	/* Set on first use; see "Routing on Citus" in src/citus/statements.c. */
 	int			route_arg;		/* 0 unknown, -1 none, else $n of the route */
 	SPIPlanPtr	dist_plan;		/* the statement with its bucket added */
 	bool		dist_planned;

@@ -1,13 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * src/delivery/response.h
+ * src/delivery/answer_body.h
  *	  Reading what a provider answered: the provider id in a JSON body, and
  *	  the start of an error body.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef IDEMGATE_RESPONSE_H
-#define IDEMGATE_RESPONSE_H
+#ifndef IDEMGATE_ANSWER_BODY_H
+#define IDEMGATE_ANSWER_BODY_H
 
 #include "postgres.h"
 #include "core/idemgate_limits.h"
