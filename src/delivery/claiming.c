@@ -77,6 +77,39 @@ SetHeaderLines(Claimed *it, Datum headers, const char *first, const char *second
 }
 
 /*
+ * SetEndpointOf gives item it what its row (row of SPI_tuptable) says of
+ * its endpoint, from the columns given: the effect type, the request's
+ * timeout (at most IDEMGATE_MAX_REQUEST_TIMEOUT_SECS), the provider id's
+ * field, and the endpoint's limits (0: none).
+ */
+static void
+SetEndpointOf(Claimed *it, uint64 row, int type_col, int timeout_col, int field_col,
+			  int rate_col, int max_col)
+{
+	MemoryContext cxt = it->batch->cxt;
+	bool		isnull;
+	Datum		d;
+
+	it->req.effect_type = MemoryContextStrdup(cxt, TextDatumGetCString(GetResultDatum(row, type_col, &isnull)));
+	it->req.timeout_ms = (long) Max(Min(DatumGetInt64(GetResultDatum(row, timeout_col, &isnull)),
+										(int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
+	it->provider_id_field = MemoryContextStrdup(cxt, TextDatumGetCString(GetResultDatum(row, field_col, &isnull)));
+	d = GetResultDatum(row, rate_col, &isnull);
+	it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
+	d = GetResultDatum(row, max_col, &isnull);
+	it->endpoint_max = isnull ? 0 : DatumGetInt32(d);
+}
+
+/* AddStarted appends a claimed item to dispatch.started, held when a secret is missing. */
+static void
+AddStarted(Claimed *it)
+{
+	it->fate = it->secret_missing ? FATE_HOLD : FATE_SENT;
+	it->batch->remaining++;
+	dispatch.started[dispatch.n_started++] = it;
+}
+
+/*
  * TakeClaimedRows turns the rows a claim statement just marked sending
  * (SPI_tuptable) into items of batch arg, appended to started[] (a
  * ClaimedRowsReader: on Citus it is called once per shard).
@@ -91,38 +124,22 @@ TakeClaimedRows(void *arg)
 	{
 		bool		isnull;
 		Claimed	   *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
-		int64		timeout_ms;
 		text	   *body;
 
 		it->batch = b;
 		memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
 		it->attempt = DatumGetInt32(GetResultDatum(i, 2, &isnull));
 		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
-		timeout_ms = DatumGetInt64(GetResultDatum(i, 4, &isnull));
-		it->req.timeout_ms = (long) Max(Min(timeout_ms, (int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
 		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
-		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 6, &isnull)));
-
+		SetEndpointOf(it, i, 9, 4, 6, 10, 11);
 		SetHeaderLines(it, GetResultDatum(i, 7, &isnull), "Content-Type: application/json",
 					   psprintf("Idempotency-Key: %s", UuidText(&it->effect_id)));
-
-		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 9, &isnull)));
-		{
-			Datum		d = GetResultDatum(i, 10, &isnull);
-
-			it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
-			d = GetResultDatum(i, 11, &isnull);
-			it->endpoint_max = isnull ? 0 : DatumGetInt32(d);
-		}
 		body = DatumGetTextPP(GetResultDatum(i, 8, &isnull));
 		it->req.body_len = VARSIZE_ANY_EXHDR(body);
 		it->req.body = MemoryContextAlloc(bcxt, it->req.body_len + 1);
 		memcpy(unconstify(char *, it->req.body), VARDATA_ANY(body), it->req.body_len);
 		unconstify(char *, it->req.body)[it->req.body_len] = '\0';
-
-		it->fate = it->secret_missing ? FATE_HOLD : FATE_SENT;
-		b->remaining++;
-		dispatch.started[dispatch.n_started++] = it;
+		AddStarted(it);
 	}
 }
 
@@ -268,20 +285,12 @@ TakeLookupRows(void *arg)
 		if (url == NULL)		/* the claim asked for a provider id: not reached */
 			url = "";
 		it->req.url = MemoryContextStrdup(bcxt, url);
-		it->req.timeout_ms = (long) Max(Min(DatumGetInt64(GetResultDatum(i, LOOKUP_COL_TIMEOUT_MS, &isnull)),
-											(int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
 		it->req.body = NULL;	/* GET: a look-up decides nothing at the provider */
+		SetEndpointOf(it, i, LOOKUP_COL_EFFECT_TYPE, LOOKUP_COL_TIMEOUT_MS, LOOKUP_COL_PROVIDER_ID_FIELD,
+					  LOOKUP_COL_RATE_LIMIT, LOOKUP_COL_MAX_IN_FLIGHT);
 		SetHeaderLines(it, GetResultDatum(i, LOOKUP_COL_HEADERS, &isnull), "Accept: application/json",
 					   "Cache-Control: no-cache");
-		it->req.effect_type = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_EFFECT_TYPE, &isnull)));
-		it->provider_id_field = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_PROVIDER_ID_FIELD, &isnull)));
-		d = GetResultDatum(i, LOOKUP_COL_RATE_LIMIT, &isnull);
-		it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
-		d = GetResultDatum(i, LOOKUP_COL_MAX_IN_FLIGHT, &isnull);
-		it->endpoint_max = isnull ? 0 : DatumGetInt32(d);
-		it->fate = it->secret_missing ? FATE_HOLD : FATE_SENT;
-		b->remaining++;
-		dispatch.started[dispatch.n_started++] = it;
+		AddStarted(it);
 	}
 }
 

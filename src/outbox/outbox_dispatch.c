@@ -278,14 +278,10 @@ idemgate_effect_envelope(PG_FUNCTION_ARGS)
 													 VARSIZE(payload))));
 }
 
-/* ClaimDueForDispatch runs the claim; see outbox_dispatch.h. */
-uint64
-ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
-					ClaimedRowsReader take, void *arg)
+/* LeaseClaimValues fills the four parameters of a leasing claim; see outbox_dispatch.h. */
+void
+LeaseClaimValues(Datum *values, int limit, pg_uuid_t *owner, Interval *margin)
 {
-	Datum		values[4];
-	int			rc;
-
 	values[0] = Int32GetDatum(limit);
 	values[1] = UUIDPGetDatum(owner);
 	values[2] = IntervalPGetDatum(margin);
@@ -295,6 +291,17 @@ ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 	 */
 	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
 										 SetEpochTimestamp()) / USECS_PER_SEC);
+}
+
+/* ClaimDueForDispatch runs the claim; see outbox_dispatch.h. */
+uint64
+ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
+					ClaimedRowsReader take, void *arg)
+{
+	Datum		values[4];
+	int			rc;
+
+	LeaseClaimValues(values, limit, owner, margin);
 	if (IdemgateIsDistributed())
 	{
 		/*
@@ -324,11 +331,7 @@ ClaimOfTypeForDispatch(const char *effect_type, double min_age_secs, int limit,
 {
 	Datum		values[6];
 
-	values[0] = Int32GetDatum(limit);
-	values[1] = UUIDPGetDatum(owner);
-	values[2] = IntervalPGetDatum(margin);
-	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
-										 SetEpochTimestamp()) / USECS_PER_SEC);
+	LeaseClaimValues(values, limit, owner, margin);
 	values[4] = CStringGetTextDatum(effect_type);
 	values[5] = Float8GetDatum(min_age_secs);
 	if (IdemgateIsDistributed())

@@ -24,6 +24,13 @@
  * value"), body (text), effect type, rate_limit, max_in_flight. Returns
  * how many were marked. Must be called inside SPI.
  */
+/*
+ * LeaseClaimValues fills the parameters every leasing claim statement
+ * takes: $1 the most rows, $2 the lease owner, $3 the margin added to the
+ * endpoint's timeout, $4 now as seconds since the epoch.
+ */
+extern void LeaseClaimValues(Datum *values, int limit, pg_uuid_t *owner, Interval *margin);
+
 extern uint64 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 								  ClaimedRowsReader take, void *arg);
 

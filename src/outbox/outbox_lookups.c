@@ -29,6 +29,7 @@
 #include "citus/distributed.h"
 #include "ledger/events.h"
 #include "outbox/outbox.h"
+#include "outbox/outbox_dispatch.h"
 #include "outbox/outbox_lookups.h"
 #include "ledger/runs.h"
 #include "citus/shard_buckets.h"
@@ -133,12 +134,7 @@ ClaimUnknownForLookup(int limit, pg_uuid_t *owner, Interval *margin,
 {
 	Datum		values[4];
 
-	values[0] = Int32GetDatum(limit);
-	values[1] = UUIDPGetDatum(owner);
-	values[2] = IntervalPGetDatum(margin);
-	/* now() as seconds since the epoch, as in the dispatcher's claim. */
-	values[3] = Float8GetDatum((double) (GetCurrentTransactionStartTimestamp() -
-										 SetEpochTimestamp()) / USECS_PER_SEC);
+	LeaseClaimValues(values, limit, owner, margin);
 	if (IdemgateIsDistributed())
 	{
 		static int	next_shard = 0;
