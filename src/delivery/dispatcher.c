@@ -36,10 +36,11 @@
  * dispatcher) turns an expired sending lease into unknown, never silently
  * into a second send. Lease owners name their dispatcher and server life,
  * so a starting dispatcher settles at once the leases of dispatchers that
- * are gone (src/delivery/dispatcher_leases.c) instead of waiting for them to expire. Outcomes are recorded with CompleteEffect/FailEffect
- * (src/outbox/outbox.c), the same code as the pull API, under the lease owner
- * check, so a late outcome for a lease that was settled meanwhile is
- * ignored.
+ * are gone (src/delivery/dispatcher_leases.c) instead of waiting for them
+ * to expire. Outcomes are recorded with CompleteEffects/FailEffectWith
+ * (src/outbox/outbox.c), the statements the pull API uses too, under the
+ * lease owner check, so a late outcome for a lease that was settled
+ * meanwhile is ignored.
  *
  * Kill switch: ActionsEnabled() is checked in the claiming transaction and
  * again in a short transaction immediately before the claimed requests are

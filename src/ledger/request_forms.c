@@ -5,7 +5,7 @@
  *	  (docs/n8n.md): request_approval, peek_approval, consume_approval,
  *	  enqueue_effect, cas_transition, renew_lease, fail, record_validation,
  *	  claim_effects, complete_effect, fail_effect and cancel_in_window.
- *	  (claim(jsonb) lives in src/ledger/runs.c.)
+ *	  (claim(jsonb) lives in src/ledger/claim_calls.c.)
  *
  * Design note. n8n's Postgres node pastes query parameters into the query
  * as literals, and splits a plain parameter list on commas, so a workflow
