@@ -1,7 +1,7 @@
 -- sql/1.2--1.3/20_failed_runs.sql — a run whose effect failed for good
 -- ends (docs/outbox.md, "Completing a run"). When every effect of an
 -- approved run is settled and at least one failed, the run moves to
--- failed_terminal in the same transaction (src/ledger/runs.c,
+-- failed_terminal in the same transaction (src/ledger/run_completion.c,
 -- CompleteLockedRuns), and terminal_failure fires at once naming its
 -- workflow and key; reinjecting the effect's dead letter brings it back to
 -- approved. Runs that 1.2 left approved for ever with a failed effect are

@@ -5,7 +5,7 @@
  *	  owner, origin), claim(request jsonb) — the one-parameter form n8n's
  *	  Postgres node sends — claim_in_bucket (Citus), and hash_payload.
  *	  They read and check their arguments and hand the claim to the runs
- *	  module (src/ledger/runs.c).
+ *	  module (src/ledger/run_claim.c).
  *
  *-------------------------------------------------------------------------
  */

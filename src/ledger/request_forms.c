@@ -369,7 +369,7 @@ ReportWrongType(const FormField *field, const char *value)
  * ParseWithInput converts text with a type's input function, reporting bad
  * input as 22023 naming the field. Input functions only allocate and
  * raise, so catching their error without a subtransaction is safe (as
- * claim(jsonb) does in src/ledger/runs.c).
+ * claim(jsonb) does in src/ledger/claim_calls.c).
  */
 static Datum
 ParseWithInput(const FormField *field, const char *str)

@@ -31,6 +31,9 @@ typedef struct OwnedRun
 } OwnedRun;
 
 extern bool IsRunState(const char *state);
+/* AddStateChange adds from, to, version and the result's model identity to details. */
+extern void AddStateChange(EventDetails *details, const char *from_state,
+						   const char *to_state, int64 version, Jsonb *result);
 extern bool RunValidationTracked(void);
 extern int32 RecordValidationVerdict(text *key, bool valid, int32 *invalid_outputs);
 extern void LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run);

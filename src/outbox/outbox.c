@@ -36,7 +36,7 @@
  * Completing a run. After an effect is completed its run row is locked
  * (always effect first, then run, the same order everywhere) and a
  * snapshot taken after that lock, whatever the transaction's isolation
- * level (src/ledger/runs.c, CompleteLockedRuns), checks whether any effect of the
+ * level (src/ledger/run_completion.c, CompleteLockedRuns), checks whether any effect of the
  * run is still not completed. Two effects of one run completing at once
  * serialise on the run lock, so the second one sees the first committed
  * and completes the run, also in REPEATABLE READ and SERIALIZABLE
