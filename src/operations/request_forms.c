@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * src/ledger/request_forms.c
+ * src/operations/request_forms.c
  *	  The one-jsonb-argument forms of the functions a workflow calls
  *	  (docs/n8n.md): request_approval, peek_approval, consume_approval,
  *	  enqueue_effect, cas_transition, renew_lease, fail, record_validation,
