@@ -79,7 +79,8 @@ PG_FUNCTION_INFO_V1(idemgate_expire_approvals);
  */
 static SavedStatement insert_approval_stmt = {
 	"INSERT INTO idemgate.approvals (approval_id, idempotency_key, token_hash,"
-	"  allowed_decisions, audience, requested_by, expires_at, card, effects, run_version/*@bucket_col*/)"
+	"  allowed_decisions, audience, requested_by, expires_at, card, effects, "
+	"run_version/*@bucket_col*/)"
 	" VALUES ($1, $2, $3, '{approve,reject}'::pg_catalog.text[], $4, $5,"
 	"  pg_catalog.now() OPERATOR(pg_catalog.+) $6,"
 	"  COALESCE($7, '{}'::pg_catalog.jsonb) OPERATOR(pg_catalog.||)"
@@ -96,13 +97,15 @@ static SavedStatement peek_stmt = {
 	"  CASE WHEN a.consumed_at IS NOT NULL THEN 'consumed'"
 	"       WHEN a.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'expired'"
 	"       WHEN EXISTS (SELECT 1 FROM idemgate.runs r"
-	"                    WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key/*@join r a*//*@bucket r*/"
+	"                    WHERE r.idempotency_key OPERATOR(pg_catalog.=) "
+	"a.idempotency_key/*@join r a*//*@bucket r*/"
 	"                      AND r.state OPERATOR(pg_catalog.=) 'awaiting_human'"
 	"                      AND r.version OPERATOR(pg_catalog.=) a.run_version)"
 	"       THEN 'pending'"
 	"       ELSE 'expired' END,"
 	"  a.allowed_decisions, a.expires_at, a.card, a.effects"
-	" FROM idemgate.approvals a WHERE a.token_hash OPERATOR(pg_catalog.=) $1/*@bucket a*//*@route $2*/",
+	" FROM idemgate.approvals a "
+	"WHERE a.token_hash OPERATOR(pg_catalog.=) $1/*@bucket a*//*@route $2*/",
 	2, {BYTEAOID, INT4OID}
 };
 
@@ -141,7 +144,8 @@ static SavedStatement expired_stmt = {
 	" WHERE a.consumed_at IS NULL"
 	"   AND a.expires_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"   AND EXISTS (SELECT 1 FROM idemgate.runs r"
-	"               WHERE r.idempotency_key OPERATOR(pg_catalog.=) a.idempotency_key/*@join r a*//*@buckets r*/"
+	"               WHERE r.idempotency_key OPERATOR(pg_catalog.=) "
+	"a.idempotency_key/*@join r a*//*@buckets r*/"
 	"                 AND r.state OPERATOR(pg_catalog.=) 'awaiting_human'"
 	"                 AND r.version OPERATOR(pg_catalog.=) a.run_version)/*@buckets a*/"
 	" ORDER BY a.expires_at LIMIT " CppAsString2(EXPIRE_BATCH)
@@ -152,7 +156,8 @@ static SavedStatement expired_stmt = {
 static SavedStatement lock_for_cancel_stmt = {
 	"SELECT idempotency_key, run_version,"
 	"       consumed_at IS NULL AND expires_at OPERATOR(pg_catalog.>) pg_catalog.now()"
-	" FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE",
+	" FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ "
+	"FOR UPDATE",
 	1, {UUIDOID}
 };
 
@@ -165,7 +170,8 @@ static SavedStatement cancel_approval_stmt = {
 
 static SavedStatement lock_run_skip_stmt = {
 	"SELECT state, version, payload, failures FROM idemgate.runs"
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE SKIP LOCKED",
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ "
+	"FOR UPDATE SKIP LOCKED",
 	1, {TEXTOID}
 };
 
@@ -228,7 +234,8 @@ AudienceArg(FunctionCallInfo fcinfo, int argno, const char *requested_by,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"audience\" must not be empty"),
-				 errhint("Pass NULL to let any approver decide, or list the approvers' subjects.")));
+				 errhint("Pass NULL to let any approver decide, "
+						 "or list the approvers' subjects.")));
 	appendStringInfoChar(json, '[');
 	for (int i = 0; i < n; i++)
 	{
@@ -238,7 +245,8 @@ AudienceArg(FunctionCallInfo fcinfo, int argno, const char *requested_by,
 			VARSIZE_ANY_EXHDR(DatumGetTextPP(elems[i])) > MAX_SUBJECT_BYTES)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"audience\" must hold subjects of 1 to %d bytes; element %d does not",
+					 errmsg("argument \"audience\" must hold subjects of 1 to %d bytes; "
+							"element %d does not",
 							MAX_SUBJECT_BYTES, i + 1)));
 		subject = TextDatumGetCString(elems[i]);
 		if (requested_by == NULL || !SameIdentity(subject, requested_by))
@@ -252,7 +260,8 @@ AudienceArg(FunctionCallInfo fcinfo, int argno, const char *requested_by,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"audience\" names only the requester \"%s\"", requested_by),
-				 errdetail("The requester may not approve its own request, so nobody could decide it."),
+				 errdetail("The requester may not approve its own request, "
+						   "so nobody could decide it."),
 				 errhint("Add another approver to \"audience\".")));
 	return audience;
 }
@@ -325,7 +334,8 @@ CardIdentity(EventDetails *details, Jsonb *card)
 	}
 	errors = getKeyJsonValueFromContainer(&card->root, "validation_errors",
 										  strlen("validation_errors"), NULL);
-	if (errors != NULL && errors->type == jbvBinary && JsonContainerIsArray(errors->val.binary.data))
+	if (errors != NULL && errors->type == jbvBinary &&
+		JsonContainerIsArray(errors->val.binary.data))
 		DetailsInt(details, "validation_error_count",
 				   JsonContainerSize(errors->val.binary.data));
 }
@@ -447,7 +457,8 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"card\" must be a JSON object"),
-					 errhint("See the Approvals section of the README for what an approval card should hold.")));
+					 errhint("See the Approvals section of the README for what an approval card "
+							 "should hold.")));
 	}
 	requested_by = OptionalSubject(fcinfo, 7, "requested_by");
 	if (!PG_ARGISNULL(6))
@@ -518,7 +529,8 @@ RefuseRequestAsToken(text *token)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("peek_approval was given a JSON request as its token"),
-				 errdetail("peek_approval(token text) would look the whole request up as a token; PostgreSQL picks that form for a text or untyped parameter."),
+				 errdetail("peek_approval(token text) would look the whole request up as a token; "
+						   "PostgreSQL picks that form for a text or untyped parameter."),
 				 errhint("Cast the parameter: SELECT * FROM idemgate.peek_approval($1::jsonb).")));
 }
 
@@ -643,8 +655,8 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 		if (strcmp(outcome, "invalid") != 0)
 		{
 			float8		wait_seconds;
-			char	   *approval_text = DatumGetCString(DirectFunctionCall1(uuid_out,
-																			UUIDPGetDatum(approval_id)));
+			char	   *approval_text =
+				DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(approval_id)));
 
 			values[3] = UUIDPGetDatum(approval_id);
 			if (ExecSaved(&consume_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
@@ -715,10 +727,14 @@ ExpireApprovalsIn(Datum buckets)
 	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;
-		Datum		approval_id = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 1, &isnull);
-		text	   *key = DatumGetTextPP(SPI_getbinval(candidates->vals[i], candidates->tupdesc, 2, &isnull));
-		int64		run_version = DatumGetInt64(SPI_getbinval(candidates->vals[i], candidates->tupdesc, 3, &isnull));
-		Datum		expires_at = SPI_getbinval(candidates->vals[i], candidates->tupdesc, 4, &isnull);
+		Datum		approval_id = SPI_getbinval(candidates->vals[i], candidates->tupdesc,
+												1, &isnull);
+		text	   *key = DatumGetTextPP(SPI_getbinval(candidates->vals[i], candidates->tupdesc,
+													   2, &isnull));
+		int64		run_version = DatumGetInt64(SPI_getbinval(candidates->vals[i],
+															  candidates->tupdesc, 3, &isnull));
+		Datum		expires_at = SPI_getbinval(candidates->vals[i], candidates->tupdesc,
+											   4, &isnull);
 		char	   *approval_text = DatumGetCString(DirectFunctionCall1(uuid_out, approval_id));
 		char	   *expires_text = TimestampJson(expires_at);
 		Datum		runkey[1];
@@ -751,7 +767,8 @@ ExpireApprovalsIn(Datum buckets)
 		MoveRunState(key, "awaiting_human", "failed_terminal", DetailsFinish(&result), true,
 					 &details);
 		RecordDeadLetter("run", key, NULL, NULL, payload, "approval_expired",
-						 psprintf("approval %s expired undecided at %s", approval_text, expires_text),
+						 psprintf("approval %s expired undecided at %s", approval_text,
+								  expires_text),
 						 failures);
 
 		DetailsText(&details, "approval_id", approval_text);

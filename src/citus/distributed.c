@@ -109,13 +109,15 @@ IdemgateTableIsDistributed(const char *name)
 	int			rc;
 	bool		yes;
 
-	if (!OidIsValid(rel) || !OidIsValid(get_relname_relid("pg_dist_partition", PG_CATALOG_NAMESPACE)))
+	if (!OidIsValid(rel) || !OidIsValid(get_relname_relid("pg_dist_partition",
+														  PG_CATALOG_NAMESPACE)))
 		return false;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/* Catalog read, no user values: the relation oid is a number. */
 	snprintf(sql, sizeof(sql),
-			 "SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid OPERATOR(pg_catalog.=) %u", rel);
+			 "SELECT 1 FROM pg_catalog.pg_dist_partition "
+			 "WHERE logicalrelid OPERATOR(pg_catalog.=) %u", rel);
 	rc = SPI_execute(sql, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read pg_dist_partition: %s", SPI_result_code_string(rc));
@@ -257,9 +259,11 @@ LegacyUuidBucket(const pg_uuid_t *id)
 	static SPIPlanPtr plan = NULL;
 
 	return LookUpBucket(&plan,
-						"SELECT bucket FROM idemgate.outbox WHERE effect_id OPERATOR(pg_catalog.=) $1"
+						"SELECT bucket FROM idemgate.outbox "
+						"WHERE effect_id OPERATOR(pg_catalog.=) $1"
 						" UNION ALL"
-						" SELECT bucket FROM idemgate.approvals WHERE approval_id OPERATOR(pg_catalog.=) $1"
+						" SELECT bucket FROM idemgate.approvals "
+						"WHERE approval_id OPERATOR(pg_catalog.=) $1"
 						" LIMIT 1",
 						UUIDOID, UUIDPGetDatum(unconstify(pg_uuid_t *, id)));
 }
@@ -271,7 +275,8 @@ LegacyDeadLetterBucket(int64 id)
 	static SPIPlanPtr plan = NULL;
 
 	return LookUpBucket(&plan,
-						"SELECT bucket FROM idemgate.dead_letters WHERE id OPERATOR(pg_catalog.=) $1",
+						"SELECT bucket FROM idemgate.dead_letters "
+						"WHERE id OPERATOR(pg_catalog.=) $1",
 						INT8OID, Int64GetDatum(id));
 }
 
@@ -282,7 +287,8 @@ LegacyTokenBucket(bytea *token_hash)
 	static SPIPlanPtr plan = NULL;
 
 	return LookUpBucket(&plan,
-						"SELECT bucket FROM idemgate.approvals WHERE token_hash OPERATOR(pg_catalog.=) $1",
+						"SELECT bucket FROM idemgate.approvals "
+						"WHERE token_hash OPERATOR(pg_catalog.=) $1",
 						BYTEAOID, PointerGetDatum(token_hash));
 }
 

@@ -120,7 +120,8 @@ RoutedSql(const char *sql, int n)
 		else if (sscanf(word, "buckets %63s", alias) == 1)
 		{
 			if (n < 0)
-				appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) ANY ($%d)", alias, -n);
+				appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) ANY ($%d)", alias,
+								 -n);
 		}
 		else if (sscanf(word, "join %63s %63s", alias, other) == 2)
 			appendStringInfo(&out, " AND %s.bucket OPERATOR(pg_catalog.=) %s.bucket", alias, other);

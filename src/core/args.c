@@ -40,7 +40,8 @@ CheckKeyText(text *key, const char *name)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must be between 1 and %d bytes long, not %d",
 						name, IDEMGATE_MAX_KEY_BYTES, len),
-				 errhint("Derive the key from the business event, e.g. \"invoice-2026-0918-ACME-4471\".")));
+				 errhint("Derive the key from the business event, e.g. "
+						 "\"invoice-2026-0918-ACME-4471\".")));
 }
 
 /*

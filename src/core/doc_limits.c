@@ -30,7 +30,8 @@ CheckMaxDocumentSize(int *newval, void **extra, GucSource source)
 	{
 		GUC_check_errdetail("idemgate.max_document_size must be at least %d bytes.",
 							MIN_MAX_DOCUMENT_SIZE);
-		GUC_check_errhint("The default is 1 MB; documents are payloads, cards, effects, results and validated outputs.");
+		GUC_check_errhint("The default is 1 MB; documents are payloads, cards, effects, "
+						  "results and validated outputs.");
 		return false;
 	}
 	return true;
@@ -41,7 +42,8 @@ void
 DefineDocumentLimitSettings(void)
 {
 	DefineCustomIntVariable("idemgate.max_document_size",
-							"Largest JSON document (payload, card, effects, result, validated output) accepted.",
+							"Largest JSON document (payload, card, effects, result, "
+							"validated output) accepted.",
 							"Larger documents are refused with SQLSTATE 54000.",
 							&IdemgateMaxDocumentSize, DEFAULT_MAX_DOCUMENT_SIZE,
 							1, MaxAllocSize / 2,
@@ -63,5 +65,6 @@ CheckDocumentArg(FunctionCallInfo fcinfo, int argno, const char *name)
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("argument \"%s\" is too large: %zu bytes, the limit is %d bytes",
 						name, size, IdemgateMaxDocumentSize),
-				 errhint("Keep large documents elsewhere and pass a reference, or have a superuser raise idemgate.max_document_size.")));
+				 errhint("Keep large documents elsewhere and pass a reference, or have a superuser "
+						 "raise idemgate.max_document_size.")));
 }

@@ -59,9 +59,12 @@ RefuseSchemaClause(CreateExtensionStmt *stmt)
 			strcmp(defGetString(d), "pg_catalog") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("idemgate takes no SCHEMA clause: it always creates its own schema \"idemgate\""),
-					 errdetail("Its tables and functions are in schema idemgate, which the extension owns; DROP EXTENSION removes it."),
-					 errhint("Run CREATE EXTENSION idemgate; and call its functions as idemgate.claim(...), or add idemgate to search_path.")));
+					 errmsg("idemgate takes no SCHEMA clause: it always creates its own schema "
+							"\"idemgate\""),
+					 errdetail("Its tables and functions are in schema idemgate, "
+							   "which the extension owns; DROP EXTENSION removes it."),
+					 errhint("Run CREATE EXTENSION idemgate; and call its functions as "
+							 "idemgate.claim(...), or add idemgate to search_path.")));
 	}
 }
 
@@ -95,10 +98,13 @@ NoticeUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 
 		if (here != NULL && strcmp(here, IdemgateDatabase) != 0)
 			ereport(NOTICE,
-					(errmsg("idemgate: no dispatcher serves database \"%s\"; the dispatchers serve \"%s\" (idemgate.database)",
+					(errmsg("idemgate: no dispatcher serves database \"%s\"; the dispatchers serve "
+							"\"%s\" (idemgate.database)",
 							here, IdemgateDatabase),
-					 errdetail("HTTP effects of this database will not be sent; the alert dispatcher_missing fires while they wait."),
-					 errhint("Set idemgate.database = '%s' and restart the server, or send effects with claim_effects().",
+					 errdetail("HTTP effects of this database will not be sent; "
+							   "the alert dispatcher_missing fires while they wait."),
+					 errhint("Set idemgate.database = '%s' and restart the server, or send effects "
+							 "with claim_effects().",
 							 here)));
 	}
 }

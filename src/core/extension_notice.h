@@ -18,8 +18,10 @@ extern void NoticeNotPreloaded(void);
 #define IDEMGATE_NOT_PRELOADED_MSG \
 	"idemgate is not in shared_preload_libraries: no dispatcher runs on this server"
 #define IDEMGATE_NOT_PRELOADED_DETAIL \
-	"HTTP effects wait pending until a worker takes them with claim_effects(); idemgate.database and idemgate.dispatchers have no effect."
+	"HTTP effects wait pending until a worker takes them with claim_effects(); idemgate.database " \
+	"and idemgate.dispatchers have no effect."
 #define IDEMGATE_NOT_PRELOADED_HINT \
-	"Add idemgate to shared_preload_libraries in postgresql.conf and restart the server to have effects sent."
+	"Add idemgate to shared_preload_libraries in postgresql.conf and restart the server to have " \
+	"effects sent."
 
 #endif

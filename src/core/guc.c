@@ -96,9 +96,11 @@ CheckHostList(char **newval, void **extra, GucSource source)
 			if (!(isalnum((unsigned char) *c) || *c == '.' || *c == '-' ||
 				  *c == '_' || *c == ':' || *c == '%'))
 			{
-				GUC_check_errdetail("idemgate.allowed_http_hosts item \"%.*s\" is not a host name or IP address.",
+				GUC_check_errdetail("idemgate.allowed_http_hosts item \"%.*s\" is not a host name "
+									"or IP address.",
 									(int) Min(e - s, 64), s);
-				GUC_check_errhint("List host names only, e.g. 'localhost,127.0.0.1,::1': no scheme, port or path.");
+				GUC_check_errhint("List host names only, e.g. 'localhost,127.0.0.1,::1': "
+								  "no scheme, port or path.");
 				return false;
 			}
 		}
@@ -109,7 +111,8 @@ CheckHostList(char **newval, void **extra, GucSource source)
 		{
 			GUC_check_errdetail("idemgate.allowed_http_hosts item \"%.*s\" has a port.",
 								(int) Min(e - s, 64), s);
-			GUC_check_errhint("List host names only, e.g. 'localhost,127.0.0.1,::1': no scheme, port or path.");
+			GUC_check_errhint("List host names only, e.g. 'localhost,127.0.0.1,::1': no scheme, "
+							  "port or path.");
 			return false;
 		}
 		if (end == NULL)
@@ -133,7 +136,8 @@ DefineIdemgateSettings(void)
 	 * EXTENSION and dispatcher_status() say what is really missing).
 	 */
 	{
-		GucContext	at_start = process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP;
+		GucContext	at_start = process_shared_preload_libraries_in_progress ?
+			PGC_POSTMASTER : PGC_SIGHUP;
 
 		DefineCustomStringVariable("idemgate.database",
 								   "Database in which the dispatcher delivers effects.",
@@ -154,12 +158,15 @@ DefineIdemgateSettings(void)
 							NULL, &IdemgatePollIntervalMs, 1000, 10, 600000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.circuit_failures",
-							"Retryable failures of one endpoint in a row that open its circuit (0: never).",
-							"While a circuit is open the endpoint's effects wait as pending and a probe goes out after a backoff from 5 s to 5 min.",
+							"Retryable failures of one endpoint in a row that open its "
+							"circuit (0: never).",
+							"While a circuit is open the endpoint's effects wait as pending and a "
+							"probe goes out after a backoff from 5 s to 5 min.",
 							&IdemgateCircuitFailures, 5, 0, 1000,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.circuit_max_hold",
-							"Longest an effect waits behind an open circuit before it is dead-lettered as unavailable.",
+							"Longest an effect waits behind an open circuit before it is "
+							"dead-lettered as unavailable.",
 							NULL, &IdemgateCircuitMaxHoldSecs, SECS_PER_DAY, 60, 30 * SECS_PER_DAY,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_in_flight",
@@ -167,20 +174,25 @@ DefineIdemgateSettings(void)
 							NULL, &IdemgateMaxInFlight, 64, 1, IDEMGATE_MAX_IN_FLIGHT,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("idemgate.actions_enabled",
-							 "External sends happen only when this and idemgate.set_actions_enabled() are both on.",
+							 "External sends happen only when this and "
+							 "idemgate.set_actions_enabled() are both on.",
 							 NULL, &IdemgateActionsEnabled, true,
 							 PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("idemgate.allowed_http_hosts",
-							   "Hosts to which plain http:// endpoints may be registered (comma-separated).",
+							   "Hosts to which plain http:// endpoints may be registered "
+							   "(comma-separated).",
 							   NULL, &IdemgateAllowedHttpHosts, "localhost,127.0.0.1,::1",
 							   PGC_SIGHUP, GUC_LIST_INPUT, CheckHostList, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_backoff",
-							"Longest backoff between two attempts of an effect; a provider's Retry-After is honoured beyond it, up to 24 hours.",
-							NULL, &IdemgateMaxBackoffSecs, SECS_PER_HOUR, 1, IDEMGATE_MAX_WAIT_SETTING_SECS,
+							"Longest backoff between two attempts of an effect; "
+							"a provider's Retry-After is honoured beyond it, up to 24 hours.",
+							NULL, &IdemgateMaxBackoffSecs, SECS_PER_HOUR, 1,
+							IDEMGATE_MAX_WAIT_SETTING_SECS,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_lease_life",
 							"Longest total life of a run's lease, renewals included.",
-							NULL, &IdemgateMaxLeaseLifeSecs, SECS_PER_HOUR, 1, IDEMGATE_MAX_WAIT_SETTING_SECS,
+							NULL, &IdemgateMaxLeaseLifeSecs, SECS_PER_HOUR, 1,
+							IDEMGATE_MAX_WAIT_SETTING_SECS,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.max_run_attempts",
 							"Failures after which a retryable run failure becomes terminal.",
@@ -188,7 +200,8 @@ DefineIdemgateSettings(void)
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.retention",
 							"Age after which the dispatcher purges finished runs; 0 disables.",
-							NULL, &IdemgateRetentionSecs, IDEMGATE_DEFAULT_RETENTION_SECS, 0, PG_INT32_MAX,
+							NULL, &IdemgateRetentionSecs, IDEMGATE_DEFAULT_RETENTION_SECS, 0,
+							PG_INT32_MAX,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.alert_failures",
 							"Failures in 10 minutes above which the failure-rate alert fires.",
@@ -201,33 +214,42 @@ DefineIdemgateSettings(void)
 							NULL, &IdemgateAlertStuckAfterSecs, 15 * 60, 1, 7 * 24 * 3600,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.alert_dispatcher_missing_after",
-							"How long HTTP effects may be due with no running dispatcher serving the database before dispatcher_missing fires.",
+							"How long HTTP effects may be due with no running dispatcher serving "
+							"the database before dispatcher_missing fires.",
 							NULL, &IdemgateAlertDispatcherMissingAfterSecs, 60, 0, 24 * 3600,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 
 	DefineCustomIntVariable("idemgate.alert_stalled_after",
-							"How long a run may sit in processing with an expired lease, or in failed_retryable, before stalled_runs fires.",
-							NULL, &IdemgateAlertStalledAfterSecs, 15 * 60, 1, IDEMGATE_MAX_ALERT_STALLED_SECS,
+							"How long a run may sit in processing with an expired lease, "
+							"or in failed_retryable, before stalled_runs fires.",
+							NULL, &IdemgateAlertStalledAfterSecs, 15 * 60, 1,
+							IDEMGATE_MAX_ALERT_STALLED_SECS,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.alert_lease_takeovers",
-							"Takeovers of expired leases in one workflow in 10 minutes above which lease_takeovers fires.",
+							"Takeovers of expired leases in one workflow in 10 minutes above which "
+							"lease_takeovers fires.",
 							NULL, &IdemgateAlertLeaseTakeovers, 5, 0, PG_INT32_MAX,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("idemgate.alert_approval_wait",
-							"How long an approval may wait undecided before approvals_waiting fires.",
-							NULL, &IdemgateAlertApprovalWaitSecs, 4 * 3600, 60, IDEMGATE_MAX_ALERT_APPROVAL_WAIT_SECS,
+							"How long an approval may wait undecided before "
+							"approvals_waiting fires.",
+							NULL, &IdemgateAlertApprovalWaitSecs, 4 * 3600, 60,
+							IDEMGATE_MAX_ALERT_APPROVAL_WAIT_SECS,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 
 	/* Read by record_validation: the seeds' bounded repair. */
 	DefineCustomIntVariable("idemgate.max_repairs",
-							"Invalid validations of one run that may be repaired; the next one fails the run for good (invalid_output).",
+							"Invalid validations of one run that may be repaired; "
+							"the next one fails the run for good (invalid_output).",
 							NULL, &IdemgateMaxRepairs, 2, 0, IDEMGATE_MAX_REPAIRS,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 
 	/* Read by purge and purge_tombstones. */
 	DefineCustomIntVariable("idemgate.tombstone_retention",
-							"How long purge keeps a purged run's key, payload hash and final state, so that a late duplicate is still recognised.",
-							NULL, &IdemgateTombstoneRetentionSecs, 400 * SECS_PER_DAY, 0, IDEMGATE_MAX_TOMBSTONE_RETENTION_SECS,
+							"How long purge keeps a purged run's key, payload hash and final "
+							"state, so that a late duplicate is still recognised.",
+							NULL, &IdemgateTombstoneRetentionSecs, 400 * SECS_PER_DAY, 0,
+							IDEMGATE_MAX_TOMBSTONE_RETENTION_SECS,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 
 	/*
@@ -235,13 +257,16 @@ DefineIdemgateSettings(void)
 	 * the superuser's choice, not a session's.
 	 */
 	DefineCustomBoolVariable("idemgate.alert_notify_details",
-							 "NOTIFY idemgate_alerts payloads name the business event (subject, count, message with the first keys).",
+							 "NOTIFY idemgate_alerts payloads name the business event (subject, "
+							 "count, message with the first keys).",
 							 NULL, &IdemgateAlertNotifyDetails, true,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
 
 	/* Read by src/policy/secrets.c: where provider credentials live, not in a table. */
 	DefineCustomStringVariable("idemgate.secrets_file",
-							   "File of the secrets endpoint headers name as ${secret:NAME} (a JSON object of strings; outside the data directory, owned by the server's user, mode 0600).",
+							   "File of the secrets endpoint headers name as ${secret:NAME} (a "
+							   "JSON object of strings; outside the data directory, "
+							   "owned by the server's user, mode 0600).",
 							   NULL, &IdemgateSecretsFile, "",
 							   PGC_SIGHUP, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
 

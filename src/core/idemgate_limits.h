@@ -50,7 +50,8 @@
 #define IDEMGATE_MAX_IN_FLIGHT			1024	/* upper bound of idemgate.max_in_flight */
 /* Longest HTTP request timeout an endpoint may set. */
 #define IDEMGATE_MAX_REQUEST_TIMEOUT_SECS	(5 * SECS_PER_MINUTE)
-#define IDEMGATE_MAX_REQUEST_TIMEOUT_USECS	((int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * USECS_PER_SEC)
+#define IDEMGATE_MAX_REQUEST_TIMEOUT_USECS \
+	((int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * USECS_PER_SEC)
 /* Endpoints with a rate_limit or max_in_flight tracked at once (distinct types). */
 #define IDEMGATE_RATE_LIMIT_ENTRIES		128
 /*
@@ -86,7 +87,8 @@
  * tried this many times (the workflow's own claim dedupes).
  */
 #define IDEMGATE_RERUN_TYPE_PREFIX_BYTES	15
-#define IDEMGATE_MAX_RERUN_WORKFLOW_BYTES	(IDEMGATE_MAX_NAME_BYTES - IDEMGATE_RERUN_TYPE_PREFIX_BYTES)
+#define IDEMGATE_MAX_RERUN_WORKFLOW_BYTES \
+	(IDEMGATE_MAX_NAME_BYTES - IDEMGATE_RERUN_TYPE_PREFIX_BYTES)
 #define IDEMGATE_RERUN_MAX_ATTEMPTS		3
 
 /* Longest lease claim_effects hands out. */

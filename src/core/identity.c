@@ -54,7 +54,8 @@ IcuCheck(UErrorCode status, const char *what)
 	if (U_FAILURE(status))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not compare identities: ICU %s failed: %s", what, u_errorName(status))));
+				 errmsg("could not compare identities: ICU %s failed: %s", what,
+						u_errorName(status))));
 }
 
 /*

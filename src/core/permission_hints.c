@@ -198,9 +198,14 @@ AddBundleHint(ErrorData *edata)
 		char		first[32];
 
 		if (strcmp(kind, "schema") == 0)
-			edata->hint = pstrdup("Your role holds no idemgate bundle (client, approver, operator, reader); an operator grants one with SELECT idemgate.grant_role('<role>', 'client').");
+			edata->hint = pstrdup("Your role holds no idemgate bundle (client, approver, operator, "
+								  "reader); an operator grants one with "
+								  "SELECT idemgate.grant_role('<role>', 'client').");
 		else
-			edata->hint = psprintf("idemgate.%s%s is in the bundle%s %s; an operator grants one with SELECT idemgate.grant_role('<role>', '%s'), to the credential whose job needs it (README.md, \"Roles\": a workflow's credential is a client, never an approver).",
+			edata->hint = psprintf("idemgate.%s%s is in the bundle%s %s; an operator grants one "
+								   "with SELECT idemgate.grant_role('<role>', '%s'), to the "
+								   "credential whose job needs it (README.md, \"Roles\": "
+								   "a workflow's credential is a client, never an approver).",
 								   name, strcmp(kind, "function") == 0 ? "()" : "",
 								   strchr(bundles, ',') ? "s" : "", bundles,
 								   FirstBundle(bundles, first, sizeof(first)));

@@ -72,10 +72,12 @@
  */
 #if PG_VERSION_NUM >= 160000
 #define InsertIndexTuples(rri, slot, estate, update, no_dup_err, spec_conflict, arbiters) \
-	ExecInsertIndexTuples((rri), (slot), (estate), (update), (no_dup_err), (spec_conflict), (arbiters), false)
+	ExecInsertIndexTuples((rri), (slot), (estate), (update), (no_dup_err), (spec_conflict), \
+						  (arbiters), false)
 #else
 #define InsertIndexTuples(rri, slot, estate, update, no_dup_err, spec_conflict, arbiters) \
-	ExecInsertIndexTuples((rri), (slot), (estate), (update), (no_dup_err), (spec_conflict), (arbiters))
+	ExecInsertIndexTuples((rri), (slot), (estate), (update), (no_dup_err), \
+						  (spec_conflict), (arbiters))
 #endif
 #if PG_VERSION_NUM >= 180000
 #define CheckIndexConstraints(rri, slot, estate, conflict_tid, arbiters) \
@@ -115,7 +117,8 @@
 #define EXECUTOR_RUN_PARAMS QueryDesc *queryDesc, ScanDirection direction, uint64 count
 #define EXECUTOR_RUN_ARGS queryDesc, direction, count
 #else
-#define EXECUTOR_RUN_PARAMS QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
+#define EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool execute_once
 #define EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
 

@@ -119,7 +119,8 @@ ProviderIdFrom(const char *body, size_t len, const char *field)
 	sem.array_start = ProviderIdNonScalar;
 	if (pg_parse_json(p.lex, &sem) != JSON_SUCCESS)
 		return NULL;
-	if (p.value != NULL && (strlen(p.value) == 0 || strlen(p.value) > IDEMGATE_MAX_RESPONSE_PROVIDER_ID_BYTES))
+	if (p.value != NULL &&
+		(strlen(p.value) == 0 || strlen(p.value) > IDEMGATE_MAX_RESPONSE_PROVIDER_ID_BYTES))
 		return NULL;
 	return p.value;
 }

@@ -90,10 +90,12 @@ SetEndpointOf(Claimed *it, uint64 row, int type_col, int timeout_col, int field_
 	bool		isnull;
 	Datum		d;
 
-	it->req.effect_type = MemoryContextStrdup(cxt, TextDatumGetCString(GetResultDatum(row, type_col, &isnull)));
+	it->req.effect_type =
+		MemoryContextStrdup(cxt, TextDatumGetCString(GetResultDatum(row, type_col, &isnull)));
 	it->req.timeout_ms = (long) Max(Min(DatumGetInt64(GetResultDatum(row, timeout_col, &isnull)),
 										(int64) IDEMGATE_MAX_REQUEST_TIMEOUT_SECS * 1000), 1);
-	it->provider_id_field = MemoryContextStrdup(cxt, TextDatumGetCString(GetResultDatum(row, field_col, &isnull)));
+	it->provider_id_field =
+		MemoryContextStrdup(cxt, TextDatumGetCString(GetResultDatum(row, field_col, &isnull)));
 	d = GetResultDatum(row, rate_col, &isnull);
 	it->rate_limit = isnull ? 0 : DatumGetFloat8(d);
 	d = GetResultDatum(row, max_col, &isnull);
@@ -211,7 +213,8 @@ DeadLetterHeldTooLong(void)
 	pg_uuid_t	owner;
 	char	   *why;
 
-	why = psprintf("held by the open circuit of its endpoint for longer than idemgate.circuit_max_hold (%d s)",
+	why = psprintf("held by the open circuit of its endpoint for longer than "
+				   "idemgate.circuit_max_hold (%d s)",
 				   IdemgateCircuitMaxHoldSecs);
 	DispatcherLeaseOwner(&owner);
 	for (int k = 0; (type = CircuitOpenLongerThan(k, IdemgateCircuitMaxHoldSecs)) != NULL; k++)
@@ -220,14 +223,17 @@ DeadLetterHeldTooLong(void)
 		ListCell   *lc;
 
 		ClaimOfTypeForDispatch(type, IdemgateCircuitMaxHoldSecs, 100, &owner,
-							   UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC), CollectIds, &ids);
+							   UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
+							   CollectIds, &ids);
 		foreach(lc, ids)
 			if (FailEffectWith(lfirst(lc), &owner, "unavailable", why, -1, 0, FAIL_NOW) != NULL)
 				pg_atomic_fetch_add_u64(&dispatch.shared->failed, 1);
 		if (ids != NIL)
 			ereport(LOG,
-					(errmsg_plural("idemgate dispatcher: %d effect of type \"%s\" dead-lettered: %s",
-								   "idemgate dispatcher: %d effects of type \"%s\" dead-lettered: %s",
+					(errmsg_plural("idemgate dispatcher: %d effect of type \"%s\" "
+								   "dead-lettered: %s",
+								   "idemgate dispatcher: %d effects of type \"%s\" "
+								   "dead-lettered: %s",
 								   list_length(ids), list_length(ids), type, why)));
 	}
 }
@@ -286,9 +292,11 @@ TakeLookupRows(void *arg)
 			url = "";
 		it->req.url = MemoryContextStrdup(bcxt, url);
 		it->req.body = NULL;	/* GET: a look-up decides nothing at the provider */
-		SetEndpointOf(it, i, LOOKUP_COL_EFFECT_TYPE, LOOKUP_COL_TIMEOUT_MS, LOOKUP_COL_PROVIDER_ID_FIELD,
+		SetEndpointOf(it, i, LOOKUP_COL_EFFECT_TYPE, LOOKUP_COL_TIMEOUT_MS,
+					  LOOKUP_COL_PROVIDER_ID_FIELD,
 					  LOOKUP_COL_RATE_LIMIT, LOOKUP_COL_MAX_IN_FLIGHT);
-		SetHeaderLines(it, GetResultDatum(i, LOOKUP_COL_HEADERS, &isnull), "Accept: application/json",
+		SetHeaderLines(it, GetResultDatum(i, LOOKUP_COL_HEADERS, &isnull),
+					   "Accept: application/json",
 					   "Cache-Control: no-cache");
 		AddStarted(it);
 	}

@@ -250,7 +250,8 @@ RoundWork(void *arg)
 
 			if (n > 0)
 				ereport(LOG,
-						(errmsg("idemgate dispatcher: settled %d effects leased by dispatchers that are gone", n)));
+						(errmsg("idemgate dispatcher: settled %d effects leased by dispatchers "
+								"that are gone", n)));
 			round->settled_gone = true;
 		}
 		/* Leases last at least 10 s: settling once a second is enough. */
@@ -259,7 +260,8 @@ RoundWork(void *arg)
 		{
 			SettleExpiredLeases(NULL);
 			next_settle = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													  dispatch.node_group > 0 ? WORKER_SWEEP_MS : SETTLE_INTERVAL_MS);
+													  dispatch.node_group > 0 ?
+													  WORKER_SWEEP_MS : SETTLE_INTERVAL_MS);
 		}
 		if (round->limit > 0 && SchemaMatchesLibrary() && ActionsEnabled())
 		{
@@ -268,7 +270,8 @@ RoundWork(void *arg)
 			if (dispatch.n_started < round->limit && GetCurrentTimestamp() >= next_lookups)
 			{
 				ClaimLookups(Min(round->limit - dispatch.n_started, LOOKUP_BATCH));
-				next_lookups = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOOKUP_INTERVAL_MS);
+				next_lookups = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														   LOOKUP_INTERVAL_MS);
 			}
 			if (GetCurrentTimestamp() >= next_held_check)
 			{
@@ -417,15 +420,18 @@ SendStarted(MemoryContext loop_cxt)
 		{
 			static TimestampTz said_at = 0;	/* one line per hold period, not per effect */
 
-			if (TimestampDifferenceExceeds(said_at, GetCurrentTimestamp(), IDEMGATE_SECRET_HOLD_SECS * 1000))
+			if (TimestampDifferenceExceeds(said_at, GetCurrentTimestamp(),
+										   IDEMGATE_SECRET_HOLD_SECS * 1000))
 			{
 				said_at = GetCurrentTimestamp();
 				ereport(LOG,
-						(errmsg("idemgate dispatcher: effects of type \"%s\" held for %d s: its endpoint names secret \"%s\", %s",
+						(errmsg("idemgate dispatcher: effects of type \"%s\" held for %d s: "
+								"its endpoint names secret \"%s\", %s",
 								it->req.effect_type, IDEMGATE_SECRET_HOLD_SECS, it->secret_missing,
 								SecretsProblem() ? psprintf("but %s", SecretsProblem()) :
 								"which idemgate.secrets_file lacks"),
-						 errhint("Add the secret to the file and reload; the alert secret_missing names the endpoint meanwhile.")));
+						 errhint("Add the secret to the file and reload; the alert secret_missing "
+								 "names the endpoint meanwhile.")));
 			}
 			QueueForRecording(it);
 		}
@@ -433,7 +439,8 @@ SendStarted(MemoryContext loop_cxt)
 		{
 			it->fate = FATE_DENIED;
 			it->denied_why = MemoryContextStrdup(it->batch->cxt,
-												 psprintf("endpoint URL no longer allowed: %s", why));
+												 psprintf("endpoint URL no longer allowed: %s",
+														  why));
 			QueueForRecording(it);
 		}
 		else if (it->rate_limit > 0 || it->endpoint_max > 0)
@@ -553,13 +560,14 @@ DispatcherSetUp(Oid dboid)
 	 */
 	SetConfigOption("jit", "off", PGC_USERSET, PGC_S_SESSION);
 	/*
-	 * Our commits are flushed before we go on, whatever the cluster,
-	 * database or role says (on, or remote_apply when that is set): a
-	 * claim must be durable before its request is sent. With synchronous_commit off (bench/soak runs its database
-	 * so) a crash or a killed postmaster lost the claims and completions
-	 * of the last WAL writer cycle; recovery put those effects back to
-	 * pending and they were sent again — a second delivery to endpoints
-	 * that do not honour the Idempotency-Key (docs/dispatcher.md).
+	 * Our commits are flushed before we go on, whatever the cluster, database
+	 * or role says (on, or remote_apply when that is set): a claim must be
+	 * durable before its request is sent. With synchronous_commit off
+	 * (bench/soak runs its database so) a crash or a killed postmaster lost
+	 * the claims and completions of the last WAL writer cycle; recovery put
+	 * those effects back to pending and they were sent again — a second
+	 * delivery to endpoints that do not honour the Idempotency-Key
+	 * (docs/dispatcher.md).
 	 */
 	if (strcmp(GetConfigOption("synchronous_commit", false, false), "remote_apply") != 0)
 		SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
@@ -633,7 +641,8 @@ IdemgateDispatcherMain(Datum main_arg)
 		if (dispatch.n_waiting > 0)
 			StartWaiting();
 		in_flight = HttpInFlight();
-		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) - in_flight - dispatch.n_waiting;
+		capacity = Min(IdemgateMaxInFlight, IDEMGATE_MAX_IN_FLIGHT) -
+			in_flight - dispatch.n_waiting;
 		batch = Min(IdemgateBatchSize, capacity);
 		refill = Max(1, Min(IdemgateBatchSize, IdemgateMaxInFlight) / 2);
 		now = GetCurrentTimestamp();
@@ -701,7 +710,9 @@ IdemgateDispatcherMain(Datum main_arg)
 			int			rc;
 
 			now = GetCurrentTimestamp();
-			sleep_ms = (long) ((Min(next_poll, my_slot == 0 ? HousekeepingDueAt() : next_poll) - now) / 1000);
+			sleep_ms = (long) ((Min(next_poll,
+									 my_slot == 0 ? HousekeepingDueAt() : next_poll) -
+								now) / 1000);
 			sleep_ms = Max(sleep_ms, 0);
 			if (dispatch.n_waiting > 0)
 				sleep_ms = Min(sleep_ms, WAITING_POLL_MS);	/* rate-limited starts */

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * src/delivery/dispatcher_leases.c
- *	  Lease owners that name their dispatcher, and settling at once the
- *	  leases of dispatchers that are gone (docs/dispatcher.md, "Shutdown and crashes": after a restart or a
- *	  crash, the previous server life's leases are settled at once, not
- *	  after their timeout).
+ *	  Lease owners that name their dispatcher, and settling at once the leases
+ *	  of dispatchers that are gone (docs/dispatcher.md, "Shutdown and crashes":
+ *	  after a restart or a crash, the previous server life's leases are settled
+ *	  at once, not after their timeout).
  *
  * Design note. A dispatcher's claim stamps every claimed effect with a
  * lease owner uuid. Instead of a random (version 4) uuid it uses a

@@ -192,13 +192,15 @@ Housekeep(TimestampTz now, MemoryContext loop_cxt)
 		StopIfPostmasterDied();
 		next_housekeeping = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														!ok ? HOUSEKEEPING_BACKOFF_MS :
-														dispatch.node_group > 0 ? WORKER_SWEEP_MS : HOUSEKEEPING_MS);
+														dispatch.node_group > 0 ?
+														WORKER_SWEEP_MS : HOUSEKEEPING_MS);
 		if (IdemgateRetentionSecs > 0 && dispatch.node_group <= 0 && now >= next_purge)
 		{
 			if (next_purge != 0)
 				(void) RunIfExists("idemgate.purge(interval)", &purge_stmt,
 								   (double) IdemgateRetentionSecs, 0, loop_cxt);
-			next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ? FIRST_PURGE_DELAY_MS : PURGE_INTERVAL_MS);
+			next_purge = TimestampTzPlusMilliseconds(now, next_purge == 0 ?
+													 FIRST_PURGE_DELAY_MS : PURGE_INTERVAL_MS);
 		}
 	}
 

@@ -17,21 +17,21 @@
  * (CURLOPT_NOSIGNAL, required in a multi-process server), a total timeout
  * (CURLOPT_TIMEOUT_MS) and no "Expect: 100-continue" round trip.
  *
- * Destinations (README.md, "Where effects may be sent"). Every connection goes through OpenSocket, which
- * sees the address libcurl resolved and is about to connect to, for every
- * scheme: a non-public address (src/policy/destinations.c) is refused before any
- * packet is sent, unless the URL's host is listed in
- * idemgate.allowed_http_hosts. libcurl then tries the name's other
- * addresses; when none is allowed the request fails with
- * destination_refused set and the address in error, and the dispatcher
- * records a rejected failure. Proxies are disabled (CURLOPT_PROXY ""), so
- * the address checked is the provider's, not a proxy's from the
- * environment. A kept-alive connection is reused without a new check, so
- * when idemgate.allowed_http_hosts changes the connection cache is emptied
- * (ForgetConnections, as soon as nothing is in flight; until then requests
- * to hosts not listed open fresh connections): a connection a host opened
- * to a private address while it was listed is never reused after it was
- * taken off the list.
+ * Destinations (README.md, "Where effects may be sent"). Every connection goes
+ * through OpenSocket, which sees the address libcurl resolved and is about to
+ * connect to, for every scheme: a non-public address
+ * (src/policy/destinations.c) is refused before any packet is sent, unless the
+ * URL's host is listed in idemgate.allowed_http_hosts. libcurl then tries the
+ * name's other addresses; when none is allowed the request fails with
+ * destination_refused set and the address in error, and the dispatcher records
+ * a rejected failure. Proxies are disabled (CURLOPT_PROXY ""), so the address
+ * checked is the provider's, not a proxy's from the environment. A kept-alive
+ * connection is reused without a new check, so when
+ * idemgate.allowed_http_hosts changes the connection cache is emptied
+ * (ForgetConnections, as soon as nothing is in flight; until then requests to
+ * hosts not listed open fresh connections): a connection a host opened to a
+ * private address while it was listed is never reused after it was taken off
+ * the list.
  *
  * The send barrier (src/delivery/send_barrier.c) has the last word on every
  * request: libcurl's pre-request callback (PreRequest), called once the
@@ -74,7 +74,8 @@ static CURL *idle_pool[HTTP_POOL_MAX];
 static int	idle_count = 0;
 static int	in_flight = 0;
 static HttpRequest *flight_head = NULL;	/* every request in flight */
-static char *hosts_of_cache = NULL;	/* allowed_http_hosts the cached connections were opened under */
+/* allowed_http_hosts the cached connections were opened under */
+static char *hosts_of_cache = NULL;
 
 /* HttpInit sets up libcurl and the multi handle once per process. */
 void
@@ -88,7 +89,8 @@ HttpInit(void)
 	if (multi == NULL)
 		elog(ERROR, "curl_multi_init failed");
 	/* Keep at least one connection per request slot alive between rounds. */
-	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) Max(IdemgateMaxInFlight, MIN_KEPT_CONNECTIONS));
+	curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long) Max(IdemgateMaxInFlight,
+															  MIN_KEPT_CONNECTIONS));
 }
 
 /* HttpShutdown closes every connection and handle. */

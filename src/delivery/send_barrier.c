@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * src/delivery/send_barrier.c
- *	  The kill switch and type pauses as a barrier (docs/dispatcher.md, "The kill switch and pauses as a barrier"): once
- *	  set_actions_enabled(false, ...) or pause_effect_type(...) has
- *	  committed, no request's first byte goes on the wire; requests already
- *	  started may finish.
+ *	  The kill switch and type pauses as a barrier (docs/dispatcher.md, "The
+ *	  kill switch and pauses as a barrier"): once set_actions_enabled(false,
+ *	  ...) or pause_effect_type(...) has committed, no request's first byte
+ *	  goes on the wire; requests already started may finish.
  *
  * Design note.
  *
@@ -177,7 +177,8 @@ RaiseHold(void)
 			if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), BARRIER_WAIT_MAX_MS))
 			{
 				ereport(WARNING,
-						(errmsg("idemgate: dispatcher %d did not leave a libcurl call within %d ms; a request it is starting may still go out",
+						(errmsg("idemgate: dispatcher %d did not leave a libcurl call within "
+								"%d ms; a request it is starting may still go out",
 								i, BARRIER_WAIT_MAX_MS)));
 				break;
 			}

@@ -69,7 +69,8 @@ SchemaMatchesLibrary(void)
 	}
 	if (!said_mismatch)
 		ereport(LOG,
-				(errmsg("idemgate dispatcher: extension version %s installed, library is %s; not claiming",
+				(errmsg("idemgate dispatcher: extension version %s installed, "
+						"library is %s; not claiming",
 						installed, IDEMGATE_VERSION),
 				 errhint("Run ALTER EXTENSION idemgate UPDATE in database \"%s\".",
 						 IdemgateDatabase)));

@@ -32,13 +32,15 @@ static SavedStatement insert_dead_letter = {
 };
 
 static SavedStatement target_stmt = {
-	"UPDATE idemgate.dead_letters SET target = $2 WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
+	"UPDATE idemgate.dead_letters SET target = $2 "
+	"WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	2, {INT8OID, TEXTOID}
 };
 
 static SavedStatement lock_letter_stmt = {
 	"SELECT kind, idempotency_key, effect_id, reinjected_at IS NOT NULL, error_class"
-	" FROM idemgate.dead_letters WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE",
+	" FROM idemgate.dead_letters "
+	"WHERE id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ FOR UPDATE",
 	1, {INT8OID}
 };
 

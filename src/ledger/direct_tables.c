@@ -6,12 +6,12 @@
  *	  paths write in each table's column order.
  *
  * Design note. The direct paths of claim (src/ledger/claim_direct.c) write
- * what the statement would write only on the table they were written for, so they run only on the shape the extension
- * creates (README.md, "Design choices worth knowing"); on any other the
- * caller runs the statement, which applies whatever the user added. The
- * shape, checked against the catalogs and kept per backend until a
- * relcache invalidation of the table (any ALTER, CREATE INDEX, trigger,
- * rule or policy sends one), is:
+ * what the statement would write only on the table they were written for, so
+ * they run only on the shape the extension creates (README.md, "Design choices
+ * worth knowing"); on any other the caller runs the statement, which applies
+ * whatever the user added. The shape, checked against the catalogs and kept
+ * per backend until a relcache invalidation of the table (any ALTER, CREATE
+ * INDEX, trigger, rule or policy sends one), is:
  *
  *   - every known column (run_columns, event_columns) with its type, no
  *     type modifier, the type's collation, NOT NULL or not, its default
@@ -188,7 +188,8 @@ KnownColumnDiffers(Relation rel, Form_pg_attribute att, const KnownColumn *k)
 	if (att->attcollation != get_typcollation(k->type))
 		return psprintf("column \"%s\" has another collation", name);
 	if (att->attnotnull != k->notnull)
-		return psprintf(k->notnull ? "column \"%s\" is nullable" : "column \"%s\" is NOT NULL", name);
+		return psprintf(k->notnull ? "column \"%s\" is nullable" : "column \"%s\" is NOT NULL",
+						name);
 	if (att->attgenerated != '\0')
 		return psprintf("column \"%s\" is generated", name);
 	if (k->def == DEF_IDENTITY)
@@ -270,9 +271,12 @@ IsKeyIndex(HeapTuple tuple, AttrNumber attnum, Oid type)
 		return false;
 	am = ((Form_pg_class) GETSTRUCT(classtup))->relam;
 	ReleaseSysCache(classtup);
-	opclass = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple, Anum_pg_index_indclass, &isnull));
-	collation = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple, Anum_pg_index_indcollation, &isnull));
-	option = (int2vector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple, Anum_pg_index_indoption, &isnull));
+	opclass = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple,
+															Anum_pg_index_indclass, &isnull));
+	collation = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple,
+															  Anum_pg_index_indcollation, &isnull));
+	option = (int2vector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tuple,
+															Anum_pg_index_indoption, &isnull));
 	return am == BTREE_AM_OID && opclass->values[0] == GetDefaultOpClass(type, BTREE_AM_OID) &&
 		collation->values[0] == get_typcollation(type) && option->values[0] == 0;
 }

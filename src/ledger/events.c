@@ -21,7 +21,8 @@
 static SavedStatement duplicate_event_stmt = {
 	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details/*@bucket_col*/)"
 	" VALUES ($1, 'duplicate', $2, pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object("
-	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint, 'origin', $6::text))/*@bucket_val*/)"
+	"   'workflow', $3::text, 'state', $4::text, 'version', $5::bigint, 'origin', "
+	"$6::text))/*@bucket_val*/)"
 	" /*@route $1*/",
 	6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID}
 };

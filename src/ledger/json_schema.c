@@ -58,7 +58,8 @@ SchemaCount(const JsonbValue *v, const char *keyword, StringInfo path)
 		SchemaKeywordError(keyword, path,
 						   psprintf("\"%s\" must be an integer between 0 and %d, got %s.",
 									keyword, PG_INT32_MAX,
-									v->type == jbvNumeric ? NumericText(v->val.numeric) : ValueTypeName(v)));
+									v->type == jbvNumeric ?
+									NumericText(v->val.numeric) : ValueTypeName(v)));
 	return result;
 }
 
@@ -95,7 +96,8 @@ CompileType(const JsonbValue *v, StringInfo path)
 				continue;
 			if (elem.type != jbvString)
 				SchemaKeywordError("type", path,
-								   psprintf("\"type\" arrays must hold type names, but one is a %s.",
+								   psprintf("\"type\" arrays must hold type names, "
+											"but one is a %s.",
 											ValueTypeName(&elem)));
 			bit = TypeBit(elem.val.string.val, elem.val.string.len);
 			if (bit == 0)
@@ -112,7 +114,8 @@ CompileType(const JsonbValue *v, StringInfo path)
 	}
 
 	SchemaKeywordError("type", path,
-					   psprintf("\"type\" must be a type name or a non-empty array of type names (%s).",
+					   psprintf("\"type\" must be a type name or a non-empty array of "
+								"type names (%s).",
 								allowed));
 }
 
@@ -158,7 +161,8 @@ CompileProperties(SchemaNode *node, const JsonbValue *v, StringInfo path, int de
 
 	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
 		SchemaKeywordError("properties", path,
-						   psprintf("\"properties\" must be an object mapping names to schemas, got %s.",
+						   psprintf("\"properties\" must be an object mapping names to "
+									"schemas, got %s.",
 									ValueTypeName(v)));
 
 	node->props = palloc0(sizeof(SchemaProperty) *
@@ -211,7 +215,8 @@ CompileRequired(SchemaNode *node, const JsonbValue *v, StringInfo path)
 			continue;
 		if (elem.type != jbvString)
 			SchemaKeywordError("required", path,
-							   psprintf("\"required\" must be an array of property names, but it holds a %s.",
+							   psprintf("\"required\" must be an array of property names, "
+										"but it holds a %s.",
 										ValueTypeName(&elem)));
 		node->required[node->nrequired++] = elem;
 	}
@@ -243,7 +248,8 @@ CompileKeyword(SchemaNode *node, const char *kw, int kwlen,
 	{
 		if (v->type != jbvBool)
 			SchemaKeywordError("additionalProperties", path,
-							   psprintf("\"additionalProperties\" must be true or false, got %s; a schema there is not supported.",
+							   psprintf("\"additionalProperties\" must be true or false, "
+										"got %s; a schema there is not supported.",
 										ValueTypeName(v)));
 		node->additionalProperties = v->val.boolean;
 	}
@@ -286,7 +292,8 @@ CompileKeyword(SchemaNode *node, const char *kw, int kwlen,
 	{
 		if (v->type != jbvString)
 			SchemaKeywordError("pattern", path,
-							   psprintf("\"pattern\" must be a string holding a regular expression, got %s.",
+							   psprintf("\"pattern\" must be a string holding a regular "
+										"expression, got %s.",
 										ValueTypeName(v)));
 		CheckPattern(v->val.string.val, v->val.string.len, path);
 		node->pattern = cstring_to_text_with_len(v->val.string.val,
@@ -298,7 +305,8 @@ CompileKeyword(SchemaNode *node, const char *kw, int kwlen,
 
 		if (v->type == jbvBinary && JsonContainerIsArray(v->val.binary.data))
 			SchemaKeywordError("items", path,
-							   "\"items\" must be one schema object; the array (tuple) form is not supported.");
+							   "\"items\" must be one schema object; the array (tuple) form is "
+							   "not supported.");
 		appendStringInfoString(path, ".items");
 		node->items = CompileSchema(v, path, depth + 1);
 		TruncatePath(path, saved);
@@ -317,7 +325,8 @@ CompileKeyword(SchemaNode *node, const char *kw, int kwlen,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unsupported JSON Schema keyword %s in argument \"schema\" at %s",
 						QuotedName(short_kw, strlen(short_kw)), path->data),
-				 errdetail("idemgate.validate implements a subset of JSON Schema and refuses keywords it would otherwise ignore."),
+				 errdetail("idemgate.validate implements a subset of JSON Schema and refuses "
+						   "keywords it would otherwise ignore."),
 				 errhint("Supported keywords: %s. Accepted and ignored annotations: %s.",
 						 SUPPORTED_KEYWORDS, ANNOTATION_KEYWORDS)));
 	}
@@ -347,7 +356,8 @@ CompileSchema(const JsonbValue *sv, StringInfo path, int depth)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"schema\" is nested more than %d levels deep",
 						VALIDATE_MAX_SCHEMA_DEPTH),
-				 errdetail("Schemas nest through \"properties\" and \"items\"; the limit keeps validation bounded."),
+				 errdetail("Schemas nest through \"properties\" and \"items\"; the limit keeps "
+						   "validation bounded."),
 				 errhint("Flatten the schema.")));
 
 	node = palloc0(sizeof(SchemaNode));

@@ -148,7 +148,8 @@ SaveMismatches(void)
 	if (!ok)
 		ereport(LOG,
 				(errcode_for_file_access(),
-				 errmsg("idemgate: could not save the payload mismatch counts to \"%s\": %m", MISMATCH_FILE),
+				 errmsg("idemgate: could not save the payload mismatch counts to \"%s\": %m",
+						MISMATCH_FILE),
 				 errdetail("The counts stand in shared memory; a restart would lose them.")));
 	flock(lock_fd, LOCK_UN);
 	close(lock_fd);
@@ -303,7 +304,8 @@ idemgate_payload_mismatches(PG_FUNCTION_ARGS)
 		values[3] = TimestampTzGetDatum(s->last_at);
 		for (int k = 0; k < s->nkeys; k++)
 			keys[k] = CStringGetTextDatum(s->keys[k]);
-		values[4] = PointerGetDatum(construct_array(keys, s->nkeys, TEXTOID, -1, false, TYPALIGN_INT));
+		values[4] = PointerGetDatum(construct_array(keys, s->nkeys, TEXTOID, -1, false,
+													TYPALIGN_INT));
 		values[5] = BoolGetDatum(now - s->last_at <= IDEMGATE_MISMATCH_WINDOW_USECS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

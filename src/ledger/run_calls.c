@@ -47,7 +47,8 @@ StateArg(FunctionCallInfo fcinfo, int argno, const char *name)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must be a run state, not \"%s\"", name,
 						TruncateForMessage(state)),
-				 errhint("The states are processing, awaiting_human, approved, completed, failed_retryable and failed_terminal.")));
+				 errhint("The states are processing, awaiting_human, approved, completed, "
+						 "failed_retryable and failed_terminal.")));
 	return state;
 }
 
@@ -147,7 +148,8 @@ idemgate_fail(PG_FUNCTION_ARGS)
 	owner = PG_GETARG_UUID_P(1);
 	RequireArg(fcinfo, 2, "version");
 	version = PG_GETARG_INT64(2);
-	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class", IDEMGATE_MAX_ERROR_CLASS_BYTES));
+	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class",
+										  IDEMGATE_MAX_ERROR_CLASS_BYTES));
 	error = PG_ARGISNULL(4) ? NULL : ClipErrorText(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	RequireArg(fcinfo, 5, "retryable");
 	retryable = PG_GETARG_BOOL(5);
@@ -229,7 +231,8 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"new_key\" must differ from \"original_key\""),
-				 errhint("A correction is a new business event with its own key issued upstream.")));
+				 errhint("A correction is a new business event with its own key "
+						 "issued upstream.")));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ConnectSPI();
@@ -240,7 +243,8 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 	if (strcmp(state, "completed") != 0 && strcmp(state, "failed_terminal") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-				 errmsg("run \"%s\" is %s; only completed or failed_terminal runs can be superseded",
+				 errmsg("run \"%s\" is %s; only completed or failed_terminal runs can "
+						"be superseded",
 						text_to_cstring(original), state),
 				 errhint("A run in progress recovers through claim; wait for it to finish.")));
 	/* An original has one successor (the same call again is a duplicate). */
@@ -248,8 +252,10 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 	if (successor != NULL && strcmp(successor, text_to_cstring(new_key)) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-				 errmsg("run \"%s\" was already superseded by \"%s\"", text_to_cstring(original), successor),
-				 errdetail("An original is superseded at most once: two live successors would both act on it."),
+				 errmsg("run \"%s\" was already superseded by \"%s\"",
+						text_to_cstring(original), successor),
+				 errdetail("An original is superseded at most once: two live successors would "
+						   "both act on it."),
 				 errhint("Supersede \"%s\" instead, once it has finished.", successor)));
 
 	ClaimRun(new_key, payload, lease, workflow,

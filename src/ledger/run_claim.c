@@ -58,7 +58,8 @@ PG_FUNCTION_INFO_V1(idemgate_claim_lease);
 static SavedStatement claim_stmt = {
 	"INSERT INTO idemgate.runs AS r (idempotency_key, workflow, state, payload_hash, payload,"
 	"   lease_owner, lease_expires_at, lease_started_at, replaces_key, origin/*@bucket_col*/)"
-	" VALUES ($1, $2, 'processing', $3, $4, $5, pg_catalog.now() + $6, pg_catalog.now(), $7, $8/*@bucket_val*/)"
+	" VALUES ($1, $2, 'processing', $3, $4, $5, pg_catalog.now() + $6, pg_catalog.now(), $7, "
+	"$8/*@bucket_val*/)"
 	" ON CONFLICT (idempotency_key/*@bucket_col*/) DO UPDATE"
 	" SET state = 'processing', lease_owner = excluded.lease_owner,"
 	"     lease_expires_at = excluded.lease_expires_at,"
@@ -168,8 +169,10 @@ ReportPayloadMismatch(text *key, Datum workflow, bool workflow_null, text *claim
 			(errcode(ERRCODE_IDEMGATE_PAYLOAD_MISMATCH),
 			 errmsg("idempotency key \"%s\" was already used with a different payload",
 					text_to_cstring(key)),
-			 errdetail("The payload hash differs from the one stored when the key was first claimed."),
-			 errhint("Stop and investigate: a changed business input under the same key hides upstream corruption. Use idemgate.supersede() for an intended correction.")));
+			 errdetail("The payload hash differs from the one stored when the key was "
+					   "first claimed."),
+			 errhint("Stop and investigate: a changed business input under the same key hides "
+					 "upstream corruption. Use idemgate.supersede() for an intended correction.")));
 }
 
 /*
@@ -407,7 +410,8 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			if (version == 0 && FindTombstone(key, &existing.tombstone))
 				ereport(ERROR,
 						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not claim key \"%s\": it was purged concurrently", text_to_cstring(key)),
+						 errmsg("could not claim key \"%s\": it was purged concurrently",
+								text_to_cstring(key)),
 						 errhint("Retry the call: it answers duplicate with state purged.")));
 			if (version > 0)
 				RecordTakeover(key, hash, origin, actor);
@@ -424,7 +428,8 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not claim key \"%s\": it was removed concurrently", text_to_cstring(key)),
+			 errmsg("could not claim key \"%s\": it was removed concurrently",
+					text_to_cstring(key)),
 			 errhint("Retry the call.")));
 }
 

@@ -77,29 +77,37 @@ static SavedStatement lock_runs_stmt = {
 static SavedStatement complete_runs_stmt = {
 	"UPDATE idemgate.runs r"
 	" SET state = CASE WHEN EXISTS (SELECT 1 FROM idemgate.outbox o"
-	"                               WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
+	"                               WHERE o.idempotency_key OPERATOR(pg_catalog.=) "
+	"r.idempotency_key/*@bucket o*/"
 	"                                 AND o.state OPERATOR(pg_catalog.=) 'failed')"
 	"                  THEN 'failed_terminal' ELSE 'completed' END,"
 	"     version = r.version OPERATOR(pg_catalog.+) 1,"
 	"     updated_at = pg_catalog.now(),"
 	"     result = CASE WHEN NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
-	"                                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
+	"                                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) "
+	"r.idempotency_key/*@bucket o*/"
 	"                                      AND o.state OPERATOR(pg_catalog.=) 'failed')"
 	"                    AND (r.result IS NULL"
 	"                         OR (r.result OPERATOR(pg_catalog.?) 'error_class'"
 	"                             AND r.result OPERATOR(pg_catalog.?) 'failures'))"
-	"              THEN (SELECT pg_catalog.jsonb_build_object('effects', COALESCE(pg_catalog.jsonb_agg("
-	"                      pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'effect_type', o.effect_type,"
+	"              THEN (SELECT pg_catalog.jsonb_build_object('effects', "
+	"COALESCE(pg_catalog.jsonb_agg("
+	"                      pg_catalog.jsonb_build_object('effect_id', o.effect_id, 'effect_type', "
+	"o.effect_type,"
 	"                        'target', o.target, 'state', o.state, 'provider_id', o.provider_id)"
-	"                      ORDER BY o.created_at, o.effect_type, o.target), '[]'::pg_catalog.jsonb))"
+	"                      ORDER BY o.created_at, o.effect_type, o.target), "
+	"'[]'::pg_catalog.jsonb))"
 	"                    FROM idemgate.outbox o"
-	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/)"
+	"                    WHERE o.idempotency_key OPERATOR(pg_catalog.=) "
+	"r.idempotency_key/*@bucket o*/)"
 	"              ELSE r.result END"
 	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY ($1)/*@bucket r*//*@route $1*/"
 	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.outbox o"
-	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@bucket o*/"
-	"                     AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled,failed}'::pg_catalog.text[]))"
+	"                   WHERE o.idempotency_key OPERATOR(pg_catalog.=) "
+	"r.idempotency_key/*@bucket o*/"
+	"                     AND o.state OPERATOR(pg_catalog.<>) ALL "
+	"('{completed,cancelled,failed}'::pg_catalog.text[]))"
 	" RETURNING r.idempotency_key, r.state, r.version, r.workflow",
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
@@ -127,7 +135,8 @@ static SavedStatement approved_runs_stmt = {
 	"SELECT r.idempotency_key, r.updated_at,"
 	"       (SELECT o.effect_id FROM idemgate.outbox o"
 	"         WHERE o.idempotency_key OPERATOR(pg_catalog.=) r.idempotency_key/*@join o r*/"
-	"           AND o.state OPERATOR(pg_catalog.<>) ALL ('{completed,cancelled,failed}'::pg_catalog.text[])"
+	"           AND o.state OPERATOR(pg_catalog.<>) ALL "
+	"('{completed,cancelled,failed}'::pg_catalog.text[])"
 	"         LIMIT 1) IS NULL"
 	" FROM idemgate.runs r"
 	" WHERE r.state OPERATOR(pg_catalog.=) 'approved'"
@@ -333,7 +342,8 @@ CompleteSettledRuns(int limit)
 		ereport(LOG,
 				(errmsg("idemgate: completed %d approved %s whose effects were all settled",
 						n, n == 1 ? "run" : "runs"),
-				 errdetail("A run completes with its last effect; docs/outbox.md, \"Completing a run\".")));
+				 errdetail("A run completes with its last effect; docs/outbox.md, "
+						   "\"Completing a run\".")));
 	return n;
 }
 

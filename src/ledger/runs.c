@@ -92,7 +92,8 @@ static SavedStatement lock_run_13_stmt = {
 	"UPDATE idemgate.runs SET state = $5, version = version OPERATOR(pg_catalog.+) 1," \
 	"  result = COALESCE($6, result), failures = failures OPERATOR(pg_catalog.+) $7," \
 	"  updated_at = pg_catalog.now()" \
-	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND state OPERATOR(pg_catalog.=) $4" \
+	" WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ " \
+	"AND state OPERATOR(pg_catalog.=) $4" \
 	"   AND ($3::pg_catalog.int8 IS NULL OR version OPERATOR(pg_catalog.=) $3)" \
 	"   AND ($2::pg_catalog.uuid IS NULL" \
 	"        OR (lease_owner OPERATOR(pg_catalog.=) $2" \
@@ -100,7 +101,8 @@ static SavedStatement lock_run_13_stmt = {
 	EXTRA \
 	" RETURNING version, workflow," \
 	"   pg_catalog.round(pg_catalog.date_part('epoch'," \
-	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8"
+	"     updated_at OPERATOR(pg_catalog.-) lease_started_at) OPERATOR(pg_catalog.*) " \
+	"1000)::pg_catalog.int8"
 
 static SavedStatement move_stmt = {
 	MOVE_RUN_SQL(""),
@@ -133,7 +135,8 @@ static SavedStatement renew_stmt = {
  * (superseded_by_stmt, in a snapshot taken after the lock).
  */
 static SavedStatement lock_original_stmt = {
-	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ FOR NO KEY UPDATE",
+	"SELECT state, workflow FROM idemgate.runs WHERE idempotency_key = $1/*@bucket*//*@route $1*/ "
+	"FOR NO KEY UPDATE",
 	1, {TEXTOID}
 };
 
@@ -146,7 +149,8 @@ static SavedStatement superseded_by_stmt = {
 };
 
 static SavedStatement reset_failures_stmt = {
-	"UPDATE idemgate.runs SET failures = 0 WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
+	"UPDATE idemgate.runs SET failures = 0 "
+	"WHERE idempotency_key OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	1, {TEXTOID}
 };
 
@@ -210,7 +214,8 @@ ReportIllegalTransition(const char *key, const char *from, const char *to)
 			(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
 			 errmsg("illegal transition of run \"%s\" from %s to %s", key, from, to),
 			 strcmp(from, "completed") == 0 || strcmp(from, "failed_terminal") == 0 ?
-			 errhint("A finished run never changes; use idemgate.supersede() with a new key to redo the work.") :
+			 errhint("A finished run never changes; use idemgate.supersede() with a new key to "
+					 "redo the work.") :
 			 strcmp(to, "awaiting_human") == 0 ?
 			 errhint("Use idemgate.request_approval() to wait for a human.") :
 			 strcmp(to, "approved") == 0 ?
@@ -469,7 +474,8 @@ int64
 MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version, const char *to_state,
 					   EventDetails *details, OwnedRun *run)
 {
-	int64		new_version = TryMoveRun(key, owner, version, "processing", to_state, NULL, details);
+	int64		new_version = TryMoveRun(key, owner, version, "processing", to_state,
+										 NULL, details);
 
 	memset(run, 0, sizeof(*run));
 	if (new_version >= 0)
@@ -479,8 +485,10 @@ MoveOwnedProcessingRun(text *key, pg_uuid_t *owner, int64 version, const char *t
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_INVALID_OUTPUT),
 				 errmsg("output of run \"%s\" failed validation", text_to_cstring(key)),
-				 errdetail("The latest record_validation of this run was invalid; nothing is enqueued or sent for approval."),
-				 errhint("Repair the output and call idemgate.record_validation() again; after idemgate.max_repairs repairs the run fails for good.")));
+				 errdetail("The latest record_validation of this run was invalid; "
+						   "nothing is enqueued or sent for approval."),
+				 errhint("Repair the output and call idemgate.record_validation() again; "
+						 "after idemgate.max_repairs repairs the run fails for good.")));
 	if (run->found && run->owned && strcmp(run->state, "processing") == 0)
 		return MoveRunState(key, "processing", to_state, NULL, false, details);
 	return -1;
@@ -531,7 +539,8 @@ RenewRunLease(text *key, Datum owner, Datum version, Interval *extend_by, bool *
 	values[1] = owner;
 	values[2] = version;
 	values[3] = IntervalPGetDatum(extend_by);
-	values[4] = IntervalPGetDatum(UsecsToInterval((int64) IdemgateMaxLeaseLifeSecs * USECS_PER_SEC));
+	values[4] = IntervalPGetDatum(UsecsToInterval((int64) IdemgateMaxLeaseLifeSecs *
+												  USECS_PER_SEC));
 	if (ExecSaved(&renew_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "renew statement failed");
 	*renewed = SPI_processed > 0;

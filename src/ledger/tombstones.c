@@ -61,7 +61,8 @@ static bool FindTombstoneHere(Oid relid, text *key, Tombstone *t);
 static int64 DigestInt64(const uint8 *d);
 
 static SavedStatement purge_stmt = {
-	"DELETE FROM idemgate.tombstones WHERE purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
+	"DELETE FROM idemgate.tombstones WHERE purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() "
+	"OPERATOR(pg_catalog.-) $1)",
 	1, {INTERVALOID}
 };
 
@@ -252,7 +253,8 @@ idemgate_purge_tombstones(PG_FUNCTION_ARGS)
 	EventDetails details;
 
 	older_than = IntervalArg(fcinfo, 0, "older_than", 0, IDEMGATE_MAX_RETENTION_USECS,
-							 "Pass how long tombstones are kept, e.g. interval '400 days' (see idemgate.tombstone_retention).");
+							 "Pass how long tombstones are kept, e.g. interval '400 days' (see "
+							 "idemgate.tombstone_retention).");
 	ConnectSPI();
 	if (ExecSaved(&purge_stmt, (Datum *) &older_than, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not purge tombstones");

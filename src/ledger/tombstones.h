@@ -44,7 +44,8 @@ extern bool TombstonesDistributed(void);
  */
 #define TOMBSTONE_INSERT(BUCKET_COL, BUCKET_VAL, KEY) \
 	", tb AS (" \
-	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, finished_at, purged_at" \
+	" INSERT INTO idemgate.tombstones (key_digest, payload_digest, final_state, " \
+	"finished_at, purged_at" \
 	BUCKET_COL ")" \
 	" SELECT " TOMBSTONE_DIGEST("pg_catalog.sha256(pg_catalog.convert_to(ru.idempotency_key," \
 	"                                               pg_catalog.getdatabaseencoding()))") "," \
@@ -59,7 +60,8 @@ extern bool TombstonesDistributed(void);
 
 /* The first 8 bytes of digest D as a bigint (big-endian, as DigestInt64). */
 #define TOMBSTONE_DIGEST(D) \
-	"pg_catalog.bit_in(('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(" D ", 1, 8), 'hex'))" \
+	"pg_catalog.bit_in(('x' OPERATOR(pg_catalog.||) pg_catalog.encode(pg_catalog.substr(" D ", " \
+	"1, 8), 'hex'))" \
 	"::pg_catalog.cstring, 0, 64)::pg_catalog.int8"
 
 #endif

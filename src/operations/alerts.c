@@ -110,13 +110,15 @@ static SavedStatement changed_stmt = {
 	" WHERE NOT EXISTS (SELECT 1 FROM idemgate.alert_state s" \
 	"                   WHERE s.alert = cur.alert AND s.subject = cur.subject)" \
 	"), kept AS (" \
-	" INSERT INTO idemgate.alert_state AS s (alert, subject, severity, message, count, since" K ")" \
+	" INSERT INTO idemgate.alert_state AS s (alert, subject, severity, message, " \
+	"count, since" K ")" \
 	" SELECT alert, subject, severity, message, count, since" K " FROM cur" \
 	" ON CONFLICT (alert, subject) DO UPDATE" \
 	" SET severity = excluded.severity, message = excluded.message, count = excluded.count," \
 	"     since = excluded.since" EK ", updated_at = excluded.updated_at" \
 	" WHERE (s.severity, s.message, s.count, s.since" SKS ")" \
-	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, excluded.since" EKS ")" \
+	"       IS DISTINCT FROM (excluded.severity, excluded.message, excluded.count, " \
+	"excluded.since" EKS ")" \
 	" RETURNING 1" \
 	"), transitions AS (" \
 	" SELECT 'cleared'::text AS state, * FROM gone" \
@@ -126,7 +128,8 @@ static SavedStatement changed_stmt = {
 	" SELECT CASE WHEN $1 THEN pg_catalog.json_strip_nulls(pg_catalog.json_build_object(" \
 	"          'alert', t.alert, 'severity', t.severity, 'state', t.state," \
 	"          'at', COALESCE(t.since, pg_catalog.now()), 'subject', t.subject, 'count', t.count," \
-	"          'message', pg_catalog.left(t.message, " CppAsString2(IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS) ")," \
+	"          'message', " \
+	"pg_catalog.left(t.message, " CppAsString2(IDEMGATE_ALERT_NOTIFY_MESSAGE_CHARS) ")," \
 	"          " TK "))::text" \
 	"        ELSE pg_catalog.json_build_object('alert', t.alert, 'severity', t.severity," \
 	"          'state', t.state, 'at', COALESCE(t.since, pg_catalog.now()))::text END" \
@@ -182,7 +185,8 @@ idemgate_watch_workflow(PG_FUNCTION_ARGS)
 	EventDetails details;
 
 	expected = IntervalArg(fcinfo, 1, "expected_interval", 0, IDEMGATE_MAX_WATCH_USECS,
-						   "Pass how often the workflow normally runs, e.g. interval '15 minutes'.");
+						   "Pass how often the workflow normally runs, e.g. "
+						   "interval '15 minutes'.");
 
 	ConnectSPI();
 	values[0] = PointerGetDatum(name);

@@ -96,9 +96,11 @@ idemgate_cancel_effect(PG_FUNCTION_ARGS)
 				 errmsg("effect %s is %s; only pending or unknown effects can be cancelled",
 						UuidString(effect_id), state),
 				 strcmp(state, "sending") == 0 ?
-				 errhint("It may be on the wire now: wait for its outcome, or pause its type with idemgate.pause_effect_type().") :
+				 errhint("It may be on the wire now: wait for its outcome, or pause its type with "
+						 "idemgate.pause_effect_type().") :
 				 strcmp(state, "failed") == 0 ?
-				 errhint("A failed effect is already stopped; its dead letter can stay or be purged.") : 0));
+				 errhint("A failed effect is already stopped; its dead letter can stay "
+						 "or be purged.") : 0));
 	CancelLockedEffect(effect_id);
 
 	DetailsInit(&details);
@@ -144,7 +146,8 @@ idemgate_cancel_in_window(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
 				 errmsg("effect %s has no cancel window", UuidString(effect_id)),
-				 errdetail("An approver may cancel only automatic effects of a type whose policy has a cancel_window, inside that window."),
+				 errdetail("An approver may cancel only automatic effects of a type whose policy "
+						   "has a cancel_window, inside that window."),
 				 errhint("An operator may cancel it with idemgate.cancel_effect().")));
 	until_text = JsonEncodeDateTime(NULL, TimestampTzGetDatum(cancel_until), TIMESTAMPTZOID, NULL);
 	if (strcmp(effect.state, "pending") != 0 || !window_open)

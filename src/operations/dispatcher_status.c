@@ -30,7 +30,8 @@ LocalNodeName(void)
 	char	   *name = NULL;
 
 	ConnectSPI();
-	if (SPI_execute("SELECT n.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) n.nodeport"
+	if (SPI_execute("SELECT n.nodename OPERATOR(pg_catalog.||) ':' "
+					"OPERATOR(pg_catalog.||) n.nodeport"
 					" FROM pg_catalog.pg_dist_node n, pg_catalog.pg_dist_local_group g"
 					" WHERE n.groupid OPERATOR(pg_catalog.=) g.groupid"
 					"   AND n.noderole OPERATOR(pg_catalog.=) 'primary'",

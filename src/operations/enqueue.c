@@ -125,7 +125,8 @@ RequestReview(text *key, int64 version, Jsonb *effects, const ParsedEffect *pars
 
 	DetailsInit(&review);
 	DetailsText(&review, "approval_id",
-				DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(approval.approval_id))));
+				DatumGetCString(DirectFunctionCall1(uuid_out,
+													UUIDPGetDatum(approval.approval_id))));
 	DetailsText(&review, "token", approval.token);
 	DetailsText(&review, "expires_at",
 				JsonEncodeDateTime(NULL, approval.expires_at, TIMESTAMPTZOID, NULL));
@@ -195,10 +196,13 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 		if (strcmp(run.state, "approved") == 0 && existing == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-					 errmsg("run \"%s\" is already approved; effects not enqueued before cannot be added",
+					 errmsg("run \"%s\" is already approved; effects not enqueued before "
+							"cannot be added",
 							text_to_cstring(key)),
-					 errdetail("enqueue_effect adds effects only while the run is processing; a replay may repeat only effects already enqueued."),
-					 errhint("Send new effects under a new key, or use idemgate.supersede() once this run is finished.")));
+					 errdetail("enqueue_effect adds effects only while the run is processing; "
+							   "a replay may repeat only effects already enqueued."),
+					 errhint("Send new effects under a new key, or use idemgate.supersede() once "
+							 "this run is finished.")));
 		if (existing == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
@@ -206,7 +210,8 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 							text_to_cstring(key), run.state),
 					 errdetail("enqueue_effect approves only a run that is processing."),
 					 strcmp(run.state, "awaiting_human") == 0 ?
-					 errhint("This run waits for a human: its effects are enqueued by idemgate.consume_approval().") :
+					 errhint("This run waits for a human: its effects are enqueued by "
+							 "idemgate.consume_approval().") :
 					 errhint("The effects of this run were already decided; stop here.")));
 		row[0] = PointerGetDatum(existing);
 		row[1] = Int64GetDatum(run.version);

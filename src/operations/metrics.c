@@ -36,19 +36,20 @@
  * 1.1 row type (a view or a client reading it by position would break on
  * a new column), so these figures have a function of their own.
  *
- * Purge. purge deletes finished runs with their events and approvals; in
- * the same statement it adds what the counts above take from those rows to
- * idemgate.metrics_rollup, one row per UTC hour (counts, the waits as an
- * array of seconds, and the first and last time counted in the hour), see
- * METRICS_ROLLUP_CTES in src/operations/metrics.h. Every figure is the live rows in
- * [since, now()] plus the rolled-up hours that counted something at or
- * after since: exact whenever since does not fall inside a rolled-up
- * hour's [first_at, last_at] (e.g. since on the hour, or purged history
- * older than since), so metrics(since) answers the same after a purge as
- * before it. Nothing is written on the claim or delivery paths. The backlog figures (unknown_effects, dead_letters_open,
- * oldest_dead_letter_age, actions_enabled) are the state now, whatever
- * since says; actions_enabled is read by ActionsEnabled(), like the
- * dispatcher does. Rates are NULL when their denominator is zero.
+ * Purge. purge deletes finished runs with their events and approvals; in the
+ * same statement it adds what the counts above take from those rows to
+ * idemgate.metrics_rollup, one row per UTC hour (counts, the waits as an array
+ * of seconds, and the first and last time counted in the hour), see
+ * METRICS_ROLLUP_CTES in src/operations/metrics.h. Every figure is the live
+ * rows in [since, now()] plus the rolled-up hours that counted something at or
+ * after since: exact whenever since does not fall inside a rolled-up hour's
+ * [first_at, last_at] (e.g. since on the hour, or purged history older than
+ * since), so metrics(since) answers the same after a purge as before it.
+ * Nothing is written on the claim or delivery paths. The backlog figures
+ * (unknown_effects, dead_letters_open, oldest_dead_letter_age,
+ * actions_enabled) are the state now, whatever since says; actions_enabled is
+ * read by ActionsEnabled(), like the dispatcher does. Rates are NULL when
+ * their denominator is zero.
  *
  *-------------------------------------------------------------------------
  */
@@ -138,13 +139,15 @@ static SavedStatement metrics_stmt = {
 	" SELECT pg_catalog.count(*) AS open, pg_catalog.now() - pg_catalog.min(d.dead_at) AS oldest"
 	" FROM idemgate.dead_letters d WHERE d.reinjected_at IS NULL"
 	"), tot AS ("
-	" SELECT firsts.claimed + ru.claimed + ev.recovered + ru.recovered + ev.duplicates + ru.duplicates AS claims,"
+	" SELECT firsts.claimed + ru.claimed + ev.recovered + ru.recovered + ev.duplicates + "
+	"ru.duplicates AS claims,"
 	"  ev.duplicates + ru.duplicates AS duplicates, ev.recovered + ru.recovered AS recovered,"
 	"  ev.approvals_decided + ru.approvals_decided AS approvals_decided,"
 	"  ev.validations + ru.validations AS validations, ev.invalid + ru.invalid AS invalid,"
 	"  ev.auto_approved + ru.auto_approved AS auto_approved,"
 	"  ev.human_approved + ru.human_approved AS human_approved,"
-	"  ev.retries + ru.retries AS retries, ev.retry_exhausted + ru.retry_exhausted AS retry_exhausted"
+	"  ev.retries + ru.retries AS retries, ev.retry_exhausted + ru.retry_exhausted AS "
+	"retry_exhausted"
 	" FROM ev, firsts, ru"
 	")"
 	" SELECT tot.claims, tot.duplicates,"
@@ -280,8 +283,10 @@ static SavedStatement run_metrics_stmt = {
 	" WHERE m.last_at >= $1 AND m.retry_exhausted > 0"
 	")"
 	" SELECT f.workflow, pg_catalog.count(f.s),"
-	"  pg_catalog.make_interval(secs => pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY f.s)),"
-	"  pg_catalog.make_interval(secs => pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY f.s)),"
+	"  pg_catalog.make_interval(secs => pg_catalog.percentile_cont(0.5) WITHIN "
+	"GROUP (ORDER BY f.s)),"
+	"  pg_catalog.make_interval(secs => pg_catalog.percentile_cont(0.95) WITHIN "
+	"GROUP (ORDER BY f.s)),"
 	"  pg_catalog.make_interval(secs => pg_catalog.max(f.s)),"
 	"  pg_catalog.sum(f.exhausted)::bigint"
 	" FROM facts f GROUP BY f.workflow ORDER BY f.workflow NULLS LAST",
@@ -302,7 +307,8 @@ SinceArg(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"since\" must not be in the future"),
-				 errhint("Counts cover [since, now()]; for the last week pass now() - interval '7 days'.")));
+				 errhint("Counts cover [since, now()]; for the last week pass now() - "
+						 "interval '7 days'.")));
 	return since;
 }
 
@@ -527,11 +533,16 @@ typedef struct TypeFamily
 
 static const TypeFamily type_families[] = {
 	{"idemgate_effects_pending", "Pending effects of the type now (due or not).", "gauge", 2},
-	{"idemgate_effects_oldest_pending_seconds", "Age of the type's oldest pending effect (0 when none).", "gauge", 3},
+	{"idemgate_effects_oldest_pending_seconds",
+	 "Age of the type's oldest pending effect (0 when none).", "gauge", 3},
 	{"idemgate_effects_unknown", "Effects of the type whose delivery is unknown now.", "gauge", 4},
-	{"idemgate_effects_completed_total", "Effects of the type completed since installation (purge keeps the count).", "counter", 5},
-	{"idemgate_effects_failed_total", "Effects of the type dead-lettered as failed since installation (purge keeps the count).", "counter", 6},
-	{"idemgate_effects_paused", "1 while the type is paused (pause_effect_type), else 0.", "gauge", 7},
+	{"idemgate_effects_completed_total",
+	 "Effects of the type completed since installation (purge keeps the count).", "counter", 5},
+	{"idemgate_effects_failed_total",
+	 "Effects of the type dead-lettered as failed since installation (purge keeps the "
+	 "count).", "counter", 6},
+	{"idemgate_effects_paused",
+	 "1 while the type is paused (pause_effect_type), else 0.", "gauge", 7},
 	{NULL, NULL, NULL, 0}
 };
 
@@ -558,7 +569,8 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 	{
 		const TypeFamily *tf = &type_families[f];
 
-		appendStringInfo(buf, "# HELP %s %s\n# TYPE %s %s\n", tf->name, tf->help, tf->name, tf->type);
+		appendStringInfo(buf, "# HELP %s %s\n# TYPE %s %s\n", tf->name, tf->help,
+						 tf->name, tf->type);
 		for (uint64 i = 0; i < ntypes; i++)
 		{
 			HeapTuple	tup = types->vals[i];
@@ -596,7 +608,8 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 		elog(ERROR, "alerts statement failed");
 	old = MemoryContextSwitchTo(outcxt);
 	appendStringInfoString(buf,
-						   "# HELP idemgate_alerts_firing Alerts of the idemgate.alerts view firing now; the value is the alert's count.\n"
+						   "# HELP idemgate_alerts_firing Alerts of the idemgate.alerts view "
+						   "firing now; the value is the alert's count.\n"
 						   "# TYPE idemgate_alerts_firing gauge\n");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -620,7 +633,8 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 	 * and subject while its keys change.
 	 */
 	appendStringInfoString(buf,
-						   "# HELP idemgate_alert_first_keys The first keys of the runs a firing alert is about (label keys); the value is the alert's count.\n"
+						   "# HELP idemgate_alert_first_keys The first keys of the runs a firing "
+						   "alert is about (label keys); the value is the alert's count.\n"
 						   "# TYPE idemgate_alert_first_keys gauge\n");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -661,7 +675,9 @@ AppendReviewMetrics(StringInfo buf, MemoryContext outcxt)
 		elog(ERROR, "review count statement failed");
 	old = MemoryContextSwitchTo(outcxt);
 	appendStringInfoString(buf,
-						   "# HELP idemgate_reviews_requested_total enqueue_effect calls turned into an approval request by the type's review_sample, since its policy was set.\n"
+						   "# HELP idemgate_reviews_requested_total enqueue_effect calls turned "
+						   "into an approval request by the type's review_sample, "
+						   "since its policy was set.\n"
 						   "# TYPE idemgate_reviews_requested_total counter\n");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -687,11 +703,19 @@ typedef struct RunFamily
 } RunFamily;
 
 static const RunFamily run_families[] = {
-	{"idemgate_run_attempts", "Run attempts that left processing in the window (completed, failed, or handed to an approval or the outbox).", 2},
-	{"idemgate_run_processing_p50_seconds", "Median processing time of a run attempt, from its claim to leaving processing, over the window (NaN without attempts): what a lease is sized from.", 3},
-	{"idemgate_run_processing_p95_seconds", "95th percentile of the processing time of a run attempt over the window (NaN without attempts).", 4},
-	{"idemgate_run_processing_max_seconds", "Longest processing time of a run attempt over the window (NaN without attempts).", 5},
-	{"idemgate_run_retry_exhausted", "Runs failed for good after idemgate.max_run_attempts retryable failures in the window.", 6},
+	{"idemgate_run_attempts",
+	 "Run attempts that left processing in the window (completed, failed, or handed to an approval "
+	 "or the outbox).", 2},
+	{"idemgate_run_processing_p50_seconds",
+	 "Median processing time of a run attempt, from its claim to leaving processing, over the "
+	 "window (NaN without attempts): what a lease is sized from.", 3},
+	{"idemgate_run_processing_p95_seconds",
+	 "95th percentile of the processing time of a run attempt over the window (NaN without "
+	 "attempts).", 4},
+	{"idemgate_run_processing_max_seconds",
+	 "Longest processing time of a run attempt over the window (NaN without attempts).", 5},
+	{"idemgate_run_retry_exhausted",
+	 "Runs failed for good after idemgate.max_run_attempts retryable failures in the window.", 6},
 	{NULL, NULL, 0}
 };
 
@@ -771,11 +795,13 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	AppendMetric(&buf, "idemgate_claims",
 				 "Claim calls in the window (claimed, recovered or duplicate).", w, COUNT(0));
 	AppendMetric(&buf, "idemgate_duplicates",
-				 "Claim calls answered duplicate (same key seen again) in the window.", w, COUNT(1));
+				 "Claim calls answered duplicate (same key seen again) in the window.",
+				 w, COUNT(1));
 	AppendMetric(&buf, "idemgate_duplicate_rate",
 				 "Duplicates divided by claims in the window (NaN without claims).", w, RATE(2));
 	AppendMetric(&buf, "idemgate_recovered",
-				 "Claim calls answered recovered (retryable or expired run taken over) in the window.", w, COUNT(3));
+				 "Claim calls answered recovered (retryable or expired run taken over) "
+				 "in the window.", w, COUNT(3));
 	AppendMetric(&buf, "idemgate_approvals_decided",
 				 "Approvals decided by a human (approve or reject) in the window.", w, COUNT(4));
 	/*
@@ -784,15 +810,19 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	 * start, and these percentiles are over a window.
 	 */
 	AppendMetric(&buf, "idemgate_approval_wait_p50_seconds",
-				 "Median time from approval request to decision over the window (NaN without decisions).", w, SECS(5));
+				 "Median time from approval request to decision over the window (NaN "
+				 "without decisions).", w, SECS(5));
 	AppendMetric(&buf, "idemgate_approval_wait_p95_seconds",
-				 "95th percentile of the time from approval request to decision over the window (NaN without decisions).", w, SECS(6));
+				 "95th percentile of the time from approval request to decision over the window "
+				 "(NaN without decisions).", w, SECS(6));
 	AppendMetric(&buf, "idemgate_validations",
 				 "Validations of model output recorded in the window.", w, COUNT(7));
 	AppendMetric(&buf, "idemgate_validation_failure_rate",
-				 "Invalid validations divided by validations in the window (NaN without validations).", w, RATE(8));
+				 "Invalid validations divided by validations in the window (NaN without "
+				 "validations).", w, RATE(8));
 	AppendMetric(&buf, "idemgate_auto_approved",
-				 "Effects enqueued without a human (enqueue_effect calls) in the window.", w, COUNT(9));
+				 "Effects enqueued without a human (enqueue_effect calls) in the window.",
+				 w, COUNT(9));
 	AppendMetric(&buf, "idemgate_human_approved",
 				 "Approvals granted by a human in the window.", w, COUNT(10));
 	AppendMetric(&buf, "idemgate_retries",
@@ -802,7 +832,8 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	/* Beside it, the runs' own retry exhaustion and processing times. */
 	appendBinaryStringInfo(&buf, runs.data, runs.len);
 	AppendMetric(&buf, "idemgate_unknown_effects",
-				 "Effects whose delivery is unknown now (check with the provider, then resolve_effect).", "", COUNT(13));
+				 "Effects whose delivery is unknown now (check with the provider, "
+				 "then resolve_effect).", "", COUNT(13));
 	AppendMetric(&buf, "idemgate_dead_letters_open",
 				 "Dead letters not reinjected now.", "", COUNT(14));
 	/* No open dead letter: the oldest is 0 seconds old, not unknown. */

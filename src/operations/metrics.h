@@ -31,10 +31,13 @@
 	"  (e.kind = 'duplicate')::int AS duplicates," \
 	"  (e.kind = 'recovered')::int AS recovered," \
 	"  (e.kind = 'approval_decided')::int AS approvals_decided," \
-	"  (e.kind = 'approval_decided' AND e.details ->> 'decision' = 'approve')::int AS human_approved," \
+	"  (e.kind = 'approval_decided' AND e.details ->> 'decision' = 'approve')::int AS " \
+	"human_approved," \
 	"  (e.kind = 'validation_recorded')::int AS validations," \
-	"  (e.kind = 'validation_recorded' AND e.details -> 'valid' = 'false'::jsonb)::int AS invalid," \
-	"  (e.kind = 'effects_enqueued' AND e.details -> 'automatic' = 'true'::jsonb)::int AS auto_approved," \
+	"  (e.kind = 'validation_recorded' " \
+	"AND e.details -> 'valid' = 'false'::jsonb)::int AS invalid," \
+	"  (e.kind = 'effects_enqueued' AND e.details -> 'automatic' = 'true'::jsonb)::int AS " \
+	"auto_approved," \
 	"  (e.kind = 'effect_failed' AND e.details ->> 'new_state' = 'pending')::int AS retries," \
 	"  (e.kind = 'effect_failed' AND e.details ->> 'new_state' = 'failed'" \
 	"   AND e.details ->> 'error_class' IS DISTINCT FROM 'rejected')::int AS retry_exhausted," \
@@ -62,12 +65,14 @@
 	"  COALESCE(pg_catalog.array_agg(f.wait) FILTER (WHERE f.wait IS NOT NULL), '{}')" \
 	" FROM facts f GROUP BY 1" \
 	" ON CONFLICT (hour) DO UPDATE SET" \
-	"  first_at = LEAST(m.first_at, excluded.first_at), last_at = GREATEST(m.last_at, excluded.last_at)," \
+	"  first_at = LEAST(m.first_at, excluded.first_at), last_at = GREATEST(m.last_at, " \
+	"excluded.last_at)," \
 	"  claimed = m.claimed + excluded.claimed, duplicates = m.duplicates + excluded.duplicates," \
 	"  recovered = m.recovered + excluded.recovered," \
 	"  approvals_decided = m.approvals_decided + excluded.approvals_decided," \
 	"  human_approved = m.human_approved + excluded.human_approved," \
-	"  validations = m.validations + excluded.validations, invalid = m.invalid + excluded.invalid," \
+	"  validations = m.validations + excluded.validations, invalid = m.invalid + " \
+	"excluded.invalid," \
 	"  auto_approved = m.auto_approved + excluded.auto_approved," \
 	"  retries = m.retries + excluded.retries," \
 	"  retry_exhausted = m.retry_exhausted + excluded.retry_exhausted," \
@@ -99,11 +104,13 @@
 	"), run_rolled AS (" \
 	" INSERT INTO idemgate.run_metrics_rollup AS m (hour, workflow, first_at, last_at," \
 	"   processing_seconds, retry_exhausted)" \
-	" SELECT pg_catalog.date_trunc('hour', f.t, 'UTC'), f.workflow, pg_catalog.min(f.t), pg_catalog.max(f.t)," \
+	" SELECT pg_catalog.date_trunc('hour', f.t, 'UTC'), f.workflow, pg_catalog.min(f.t), " \
+	"pg_catalog.max(f.t)," \
 	"  pg_catalog.array_agg(f.s), pg_catalog.sum(f.exhausted)" \
 	" FROM run_facts f GROUP BY 1, 2" \
 	" ON CONFLICT (hour, workflow) DO UPDATE SET" \
-	"  first_at = LEAST(m.first_at, excluded.first_at), last_at = GREATEST(m.last_at, excluded.last_at)," \
+	"  first_at = LEAST(m.first_at, excluded.first_at), last_at = GREATEST(m.last_at, " \
+	"excluded.last_at)," \
 	"  processing_seconds = m.processing_seconds || excluded.processing_seconds," \
 	"  retry_exhausted = m.retry_exhausted + excluded.retry_exhausted" \
 	" RETURNING 1" \

@@ -75,7 +75,8 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"batch\" must be between 1 and 1000, not %d", batch)));
-	lease = IntervalArg(fcinfo, 2, "lease", 0, (int64) IDEMGATE_MAX_EFFECT_LEASE_SECS * USECS_PER_SEC,
+	lease = IntervalArg(fcinfo, 2, "lease", 0,
+						(int64) IDEMGATE_MAX_EFFECT_LEASE_SECS * USECS_PER_SEC,
 						"Send within the lease, or claim fewer effects per call.");
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -130,7 +131,8 @@ idemgate_complete_effect(PG_FUNCTION_ARGS)
 	RequireArg(fcinfo, 1, "owner");
 	owner = PG_GETARG_UUID_P(1);
 	if (!PG_ARGISNULL(2))
-		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
+		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id",
+											  IDEMGATE_MAX_PROVIDER_ID_BYTES));
 	status = StatusArg(fcinfo, 3);
 
 	ConnectSPI();
@@ -177,7 +179,8 @@ idemgate_fail_effect(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"retry_after\" must not be negative"),
-					 errhint("Pass the Retry-After header as an interval, or NULL when there was none.")));
+					 errhint("Pass the Retry-After header as an interval, "
+							 "or NULL when there was none.")));
 	}
 	status = StatusArg(fcinfo, 5);
 

@@ -107,7 +107,8 @@ ReinjectEffect(int64 id, pg_uuid_t *effect_id, const char *actor, Jsonb *payload
 	 */
 	if (strcmp(effect.run_state, "approved") != 0 &&
 		(strcmp(effect.run_state, "failed_terminal") != 0 || RunHasOpenEffects(effect.key)))
-		return Refuse(raise, id, psprintf("the effect's run is %s, not approved, so it could never be sent",
+		return Refuse(raise, id, psprintf("the effect's run is %s, not approved, "
+										  "so it could never be sent",
 										  effect.run_state));
 
 	DetailsInit(&details);
@@ -174,22 +175,30 @@ ReinjectDeadLetter(int64 id, const char *actor, Jsonb *payload, bool raise)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
 				 errmsg("dead letter %lld does not exist", (long long) id),
-				 errhint("List open dead letters with SELECT * FROM idemgate.dead_letters WHERE reinjected_at IS NULL.")));
+				 errhint("List open dead letters with SELECT * FROM idemgate.dead_letters "
+						 "WHERE reinjected_at IS NULL.")));
 	if (letter.reinjected)
 		return REINJECT_ALREADY;
 
 	if (payload != NULL && (strcmp(letter.kind, "effect") != 0 || letter.effect_id == NULL))
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-				 errmsg("dead letter %lld cannot be reinjected with a payload: it is a run's dead letter", (long long) id),
-				 errhint("Reinject it without a payload (the next delivery recovers the run), or send the corrected input with idemgate.supersede().")));
-	if (payload != NULL && (letter.error_class == NULL || strcmp(letter.error_class, "rejected") != 0))
+				 errmsg("dead letter %lld cannot be reinjected with a payload: "
+						"it is a run's dead letter", (long long) id),
+				 errhint("Reinject it without a payload (the next delivery recovers the run), "
+						 "or send the corrected input with idemgate.supersede().")));
+	if (payload != NULL &&
+		(letter.error_class == NULL || strcmp(letter.error_class, "rejected") != 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_ILLEGAL_TRANSITION),
-				 errmsg("dead letter %lld cannot be reinjected with a payload: its effect failed as %s, not rejected",
+				 errmsg("dead letter %lld cannot be reinjected with a payload: its effect failed "
+						"as %s, not rejected",
 						(long long) id, letter.error_class ? letter.error_class : "(no class)"),
-				 errdetail("Only a payload the provider refused (rejected) can be replaced: after any other failure the provider may have acted on the one it got."),
-				 errhint("Reinject it without a payload to send the same effect again with the same Idempotency-Key.")));
+				 errdetail("Only a payload the provider refused (rejected) can be replaced: "
+						   "after any other failure the provider may have acted on "
+						   "the one it got."),
+				 errhint("Reinject it without a payload to send the same effect again with the "
+						 "same Idempotency-Key.")));
 	if (strcmp(letter.kind, "effect") == 0 && letter.effect_id != NULL)
 		outcome = ReinjectEffect(id, letter.effect_id, actor, payload, raise);
 	else
@@ -224,7 +233,8 @@ idemgate_reinject(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"payload\" must be a JSON object"),
-					 errhint("Pass the corrected payload of the effect, e.g. '{\"to\": \"ana@example.com\"}'.")));
+					 errhint("Pass the corrected payload of the effect, e.g. '{\"to\": "
+							 "\"ana@example.com\"}'.")));
 	}
 
 	ConnectSPI();
@@ -288,7 +298,8 @@ idemgate_resolve_effect(PG_FUNCTION_ARGS)
 	delivered = PG_GETARG_BOOL(1);
 	actor = text_to_cstring(TextArg(fcinfo, 2, "actor", IDEMGATE_MAX_NAME_BYTES));
 	if (!PG_ARGISNULL(3))
-		provider_id = text_to_cstring(TextArg(fcinfo, 3, "provider_id", IDEMGATE_MAX_PROVIDER_ID_BYTES));
+		provider_id = text_to_cstring(TextArg(fcinfo, 3, "provider_id",
+											  IDEMGATE_MAX_PROVIDER_ID_BYTES));
 	if (!PG_ARGISNULL(4))
 		note = text_to_cstring(TextArg(fcinfo, 4, "note", IDEMGATE_MAX_REASON_BYTES));
 
@@ -307,7 +318,8 @@ idemgate_resolve_effect(PG_FUNCTION_ARGS)
 						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(effect_id))),
 						state),
 				 strcmp(state, "failed") == 0 ?
-				 errhint("Failed effects go back with idemgate.reinject(dead_letter_id, actor).") : 0));
+				 errhint("Failed effects go back with "
+						 "idemgate.reinject(dead_letter_id, actor).") : 0));
 
 	if (delivered)
 	{

@@ -103,14 +103,17 @@ RequestRerun(int64 dead_letter_id, text *key, const char *workflow, Jsonb *paylo
 	if (SPI_processed == 0)
 		return false;
 
-	carrier = cstring_to_text(psprintf("%s" INT64_FORMAT, IDEMGATE_RERUN_TYPE_PREFIX, dead_letter_id));
+	carrier = cstring_to_text(psprintf("%s" INT64_FORMAT, IDEMGATE_RERUN_TYPE_PREFIX,
+									   dead_letter_id));
 	if (!InsertApprovedRun(carrier, HashJsonbPayload(payload)))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("dead letter " INT64_FORMAT " cannot be re-run: key \"%s\" is taken by another run",
+				 errmsg("dead letter " INT64_FORMAT " cannot be re-run: key \"%s\" is taken "
+						"by another run",
 						dead_letter_id, text_to_cstring(carrier)),
 				 errdetail("The re-post of a run's input is carried by a run of that key."),
-				 errhint("Keys beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are best left to idemgate.")));
+				 errhint("Keys beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are best left "
+						 "to idemgate.")));
 
 	memset(&effect, 0, sizeof(effect));
 	effect.type = type;
@@ -122,7 +125,8 @@ RequestRerun(int64 dead_letter_id, text *key, const char *workflow, Jsonb *paylo
 	deconstruct_array(ids, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR, &elems, NULL, &n);
 
 	DetailsText(details, "rerun_key", text_to_cstring(carrier));
-	DetailsText(details, "rerun_effect_id", DatumGetCString(DirectFunctionCall1(uuid_out, elems[0])));
+	DetailsText(details, "rerun_effect_id",
+				DatumGetCString(DirectFunctionCall1(uuid_out, elems[0])));
 	return true;
 }
 
@@ -150,7 +154,8 @@ idemgate_register_rerun(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"url\" is not allowed: %s", why),
-				 errhint("Use an https:// URL to a public host, or add the host to idemgate.allowed_http_hosts for plain http or a non-public address.")));
+				 errhint("Use an https:// URL to a public host, or add the host to "
+						 "idemgate.allowed_http_hosts for plain http or a non-public address.")));
 	RequireArg(fcinfo, 2, "headers");
 	headers = PG_GETARG_JSONB_P(2);
 	header_names = CheckEndpointHeaders(headers);

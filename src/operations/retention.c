@@ -129,7 +129,8 @@ static SavedStatement doomed_stmt = {
 
 #define PURGE_STATEMENT(ROLLUPS, RU_BUCKET, TOMBSTONES) \
 	"WITH doomed AS (" \
-	" SELECT DISTINCT k.idempotency_key FROM pg_catalog.unnest($1::pg_catalog.text[]) AS k(idempotency_key)" \
+	" SELECT DISTINCT k.idempotency_key FROM pg_catalog.unnest($1::pg_catalog.text[]) AS " \
+	"k(idempotency_key)" \
 	")" \
 	ROLLUPS		/* what metrics() and run_metrics() count of them is kept */ \
 	PURGE_DELETES(RU_BUCKET, TOMBSTONES)
@@ -142,7 +143,8 @@ static SavedStatement purge_stmt = {
 
 /* On Citus with tombstones distributed: each in its run's shard. */
 static SavedStatement purge_dist_stmt = {
-	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, ", r.bucket", TOMBSTONE_INSERT_DIST_CTE),
+	PURGE_STATEMENT(METRICS_ROLLUP_CTES RUN_METRICS_ROLLUP_CTES, ", r.bucket",
+					TOMBSTONE_INSERT_DIST_CTE),
 	2, {TEXTARRAYOID, INT4OID}
 };
 
@@ -160,7 +162,8 @@ static SavedStatement purge_stmt_11 = {
 /* The same on Citus, one shard's buckets at a time. */
 static SavedStatement expire_tombstones_shard_stmt = {
 	"DELETE FROM idemgate.tombstones t"
-	" WHERE t.purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))"
+	" WHERE t.purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
+	"pg_catalog.make_interval(secs => $1))"
 	"/*@buckets t*/",
 	1, {INT4OID}
 };
@@ -168,7 +171,8 @@ static SavedStatement expire_tombstones_shard_stmt = {
 /* Tombstones past idemgate.tombstone_retention go at every purge. */
 static SavedStatement expire_tombstones_stmt = {
 	"DELETE FROM idemgate.tombstones"
-	" WHERE purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $1))",
+	" WHERE purged_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) "
+	"pg_catalog.make_interval(secs => $1))",
 	1, {INT4OID}
 };
 
@@ -182,7 +186,8 @@ static Interval *
 OlderThanArg(FunctionCallInfo fcinfo)
 {
 	return IntervalArg(fcinfo, 0, "older_than", 0, IDEMGATE_MAX_RETENTION_USECS,
-					   "Pass how long finished work is kept, e.g. interval '30 days' (see idemgate.retention).");
+					   "Pass how long finished work is kept, e.g. interval '30 days' (see "
+					   "idemgate.retention).");
 }
 
 /* IntervalText renders an interval for an event's details. */
@@ -262,7 +267,8 @@ idemgate_purge(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("idemgate.purge on a distributed install runs in READ COMMITTED"),
-					 errdetail("Each worker reads a shard in the snapshot of its transaction, taken before purge locks the runs."),
+					 errdetail("Each worker reads a shard in the snapshot of its transaction, "
+							   "taken before purge locks the runs."),
 					 errhint("Call it outside a REPEATABLE READ or SERIALIZABLE transaction.")));
 		foreach(lc, ShardBucketSets(SHARDS_SCAN))
 		{

@@ -37,7 +37,8 @@ ReportBadEffects(const char *argname)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("argument \"%s\" must be an effect object or a non-empty array of effect objects",
+			 errmsg("argument \"%s\" must be an effect object or a non-empty array of "
+					"effect objects",
 					argname),
 			 errhint("Each effect is {\"type\": text, \"target\": text, \"payload\": any JSON}.")));
 }
@@ -61,7 +62,8 @@ EffectNotBefore(JsonbContainer *obj, const char *name, TimestampTz *out)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s.not_before must be a timestamp string", name),
-				 errhint("Give an ISO 8601 time with its offset, e.g. \"2026-12-01T09:00:00+01:00\".")));
+				 errhint("Give an ISO 8601 time with its offset, e.g. "
+						 "\"2026-12-01T09:00:00+01:00\".")));
 	str = pnstrdup(v->val.string.val, v->val.string.len);
 	PG_TRY();
 	{
@@ -82,7 +84,8 @@ EffectNotBefore(JsonbContainer *obj, const char *name, TimestampTz *out)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s.not_before must be a finite timestamp, not \"%s\"", name,
 						TruncateForMessage(str)),
-				 errhint("Give an ISO 8601 time with its offset, e.g. \"2026-12-01T09:00:00+01:00\".")));
+				 errhint("Give an ISO 8601 time with its offset, e.g. "
+						 "\"2026-12-01T09:00:00+01:00\".")));
 	return true;
 }
 
@@ -97,7 +100,8 @@ EffectString(JsonbContainer *obj, const char *field, const char *name,
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s.%s is missing", name, field),
-				 errhint("Each effect is {\"type\": text, \"target\": text, \"payload\": any JSON}.")));
+				 errhint("Each effect is {\"type\": text, \"target\": text, "
+						 "\"payload\": any JSON}.")));
 	if (v->type != jbvString || v->val.string.len == 0 || v->val.string.len > max_bytes)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -128,7 +132,8 @@ ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("%s has unknown field \"%s\"", name,
 							TruncateForMessage(pnstrdup(v.val.string.val, v.val.string.len))),
-					 errhint("The fields of an effect are type, target, payload and not_before (optional).")));
+					 errhint("The fields of an effect are type, target, "
+							 "payload and not_before (optional).")));
 	}
 
 	out->type = EffectString(obj, "type", name, MAX_TYPE_BYTES, &out->type_len);
@@ -136,7 +141,8 @@ ParseEffect(JsonbContainer *obj, const char *name, ParsedEffect *out)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s.type \"%s\" is reserved", name, TruncateForMessage(out->type)),
-				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are idemgate's own (re-runs, see idemgate.register_rerun)."),
+				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are "
+						   "idemgate's own (re-runs, see idemgate.register_rerun)."),
 				 errhint("Name the type without that prefix.")));
 	out->target = EffectString(obj, "target", name, MAX_TARGET_BYTES, &out->target_len);
 	payload = getKeyJsonValueFromContainer(obj, "payload", 7, NULL);
@@ -191,7 +197,8 @@ ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("%s must be a JSON object", name),
-						 errhint("Each effect is {\"type\": text, \"target\": text, \"payload\": any JSON}.")));
+						 errhint("Each effect is {\"type\": text, \"target\": text, "
+								 "\"payload\": any JSON}.")));
 			ParseEffect(v.val.binary.data, name, &parsed[n]);
 			n++;
 		}
@@ -208,7 +215,8 @@ ParseEffects(Jsonb *effects, const char *argname, ParsedEffect **out)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("%s repeats the type and target of %s",
 								EffectName(argname, i, false), EffectName(argname, j, false)),
-						 errhint("An effect is identified by (idempotency key, type, target); merge the two.")));
+						 errhint("An effect is identified by (idempotency key, type, target); "
+								 "merge the two.")));
 	*out = parsed;
 	return n;
 }

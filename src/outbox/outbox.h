@@ -94,7 +94,9 @@ extern uint64 ClaimShardByShard(const ShardClaim *claim, Datum *values, int limi
 /* IsErrorClass tells whether name is an error class callers may use. */
 extern bool IsErrorClass(const char *name);
 
-#define ERROR_CLASS_HINT "The error classes are transport, rate_limited, unavailable, timeout_after_send, server_error and rejected."
+#define ERROR_CLASS_HINT \
+	"The error classes are transport, rate_limited, unavailable, timeout_after_send, " \
+	"server_error and rejected."
 
 /*
  * CompleteEffect marks a sending effect completed if owner still holds its
@@ -106,11 +108,11 @@ extern bool CompleteEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 						   const char *provider_id, int http_status);
 
 /*
- * CompleteEffects is CompleteEffect for n effects at once, in two
- * statements whatever n is (the effects, their events and a lock on their
- * approved runs; then the runs with no open effect left). completed[i] tells whether effect i was still
- * held by owners[i] and is now completed. Returns how many were. Must be
- * called inside SPI.
+ * CompleteEffects is CompleteEffect for n effects at once, in two statements
+ * whatever n is (the effects, their events and a lock on their approved runs;
+ * then the runs with no open effect left). completed[i] tells whether effect i
+ * was still held by owners[i] and is now completed. Returns how many were.
+ * Must be called inside SPI.
  */
 extern int	CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
 							char *const *provider_ids, const int *http_statuses,
@@ -121,8 +123,9 @@ extern int	CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *
  * error_class is one of transport, rate_limited, unavailable,
  * timeout_after_send, server_error, rejected. retry_after_usecs < 0 means
  * none; a retry waits at least that long, and one longer than
- * RetryAfterLimitUsecs (src/core/backoff.h) fails the effect instead. Returns the effect's new state (pending, unknown or failed), or NULL
- * when the lease was lost. Must be called inside SPI.
+ * RetryAfterLimitUsecs (src/core/backoff.h) fails the effect instead. Returns
+ * the effect's new state (pending, unknown or failed), or NULL when the lease
+ * was lost. Must be called inside SPI.
  */
 extern const char *FailEffect(pg_uuid_t *effect_id, pg_uuid_t *owner,
 							  const char *error_class, const char *error,

@@ -52,7 +52,8 @@
 	" FROM (SELECT ep.effect_type FROM idemgate.endpoints ep"\
 	"       WHERE NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"	/* pause_effect_type */\
 	"                         WHERE p.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"\
-	"         AND NOT EXISTS (SELECT 1 FROM idemgate.endpoint_circuits c"	/* src/policy/endpoint_circuits.c */\
+	/* src/policy/endpoint_circuits.c */\
+	"         AND NOT EXISTS (SELECT 1 FROM idemgate.endpoint_circuits c"\
 	"                         WHERE c.effect_type OPERATOR(pg_catalog.=) ep.effect_type)"\
 	"       ORDER BY pg_catalog.random()) e"\
 	" CROSS JOIN LATERAL ("\
@@ -61,7 +62,8 @@
 	"     AND o.state OPERATOR(pg_catalog.=) 'pending'"\
 	"     AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()"\
 	"     AND (SELECT r.state FROM idemgate.runs r"\
-	"          WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"\
+	"          WHERE r.idempotency_key OPERATOR(pg_catalog.=) "\
+	"o.idempotency_key/*@join r o*//*@buckets r*/)"\
 	"         OPERATOR(pg_catalog.=) 'approved'"\
 	"   ORDER BY o.next_attempt_at LIMIT $1"\
 	"   FOR UPDATE OF o SKIP LOCKED) d"\
@@ -83,7 +85,8 @@
 	"   e.honors_idempotency_key, e.provider_id_field,"\
 	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"\
 	"         FROM pg_catalog.jsonb_each_text(e.headers) h"\
-	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"\
+	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL "\
+	"('{content-type,idempotency-key,expect,host,content-length}'::text[])),"\
 	"   CASE WHEN pg_catalog.starts_with(o.effect_type, '" IDEMGATE_RERUN_TYPE_PREFIX "')"\
 	"        THEN o.payload::text"\
 	"        ELSE idemgate.effect_envelope(o.effect_id, o.idempotency_key, o.effect_type,"\
@@ -143,7 +146,8 @@ static SavedStatement mark_sending_stmt = {
 	"   AND NOT EXISTS (SELECT 1 FROM idemgate.paused_effect_types p"\
 	"                   WHERE p.effect_type OPERATOR(pg_catalog.=) $5)"\
 	"   AND (SELECT r.state FROM idemgate.runs r"\
-	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)"\
+	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) "\
+	"o.idempotency_key/*@join r o*//*@buckets r*/)"\
 	"       OPERATOR(pg_catalog.=) 'approved'"\
 	" ORDER BY o.next_attempt_at LIMIT $1"\
 	" FOR UPDATE OF o SKIP LOCKED"
@@ -184,7 +188,8 @@ static SavedStatement mark_of_type_stmt = {
 	" SET state = 'pending', attempts = GREATEST(attempts OPERATOR(pg_catalog.-) 1, 0),"\
 	"     lease_owner = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
 #define GIVE_BACK_WHERE \
-	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ AND lease_owner OPERATOR(pg_catalog.=) $2"\
+	" WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/ "\
+	"AND lease_owner OPERATOR(pg_catalog.=) $2"\
 	"   AND state OPERATOR(pg_catalog.=) 'sending'"
 static SavedStatement release_stmt = {
 	GIVE_BACK GIVE_BACK_WHERE,
@@ -192,7 +197,8 @@ static SavedStatement release_stmt = {
 };
 static SavedStatement hold_stmt = {
 	GIVE_BACK ","
-	"     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)"
+	"     next_attempt_at = pg_catalog.now() OPERATOR(pg_catalog.+) "
+	"pg_catalog.make_interval(secs => $3)"
 	GIVE_BACK_WHERE,
 	3, {UUIDOID, UUIDOID, FLOAT8OID}
 };
@@ -207,13 +213,18 @@ static SavedStatement expire_gone_stmt = {
 	" SET lease_expires_at = pg_catalog.now() OPERATOR(pg_catalog.-) '1 microsecond'::interval"
 	" WHERE state OPERATOR(pg_catalog.=) 'sending'"
 	"   AND lease_expires_at OPERATOR(pg_catalog.>=) pg_catalog.now()"
-	"   AND (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 6) OPERATOR(pg_catalog.&) 240) OPERATOR(pg_catalog.=) 128"
-	"   AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) OPERATOR(pg_catalog.=) " CppAsString2(DISPATCHER_LEASE_MARKER)
+	"   AND (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 6) OPERATOR(pg_catalog.&) 240) "
+	"OPERATOR(pg_catalog.=) 128"
+	"   AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) "
+	"OPERATOR(pg_catalog.=) " CppAsString2(DISPATCHER_LEASE_MARKER)
 	"   AND (pg_catalog.substr(pg_catalog.uuid_send(lease_owner), 1, 4) OPERATOR(pg_catalog.<>) $1"
-	"        OR (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 4) OPERATOR(pg_catalog.=) $2"
-	"            AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 5) OPERATOR(pg_catalog.<>) $3))"
+	"        OR (pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 4) "
+	"OPERATOR(pg_catalog.=) $2"
+	"            AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 5) "
+	"OPERATOR(pg_catalog.<>) $3))"
 	"   AND ($4::pg_catalog.int4 IS NULL"
-	"        OR pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 9) OPERATOR(pg_catalog.*) 256"
+	"        OR pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 9) "
+	"OPERATOR(pg_catalog.*) 256"
 	"           OPERATOR(pg_catalog.+) pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 10)"
 	"           OPERATOR(pg_catalog.=) $4)/*@buckets outbox*/",
 	4, {BYTEAOID, INT4OID, INT4OID, INT4OID}

@@ -53,9 +53,12 @@
 	"     AND o.state OPERATOR(pg_catalog.=) 'unknown'"\
 	"     AND o.updated_at OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-)"\
 	"         pg_catalog.make_interval(secs => LEAST(3600::float8,"\
-	"           10::float8 OPERATOR(pg_catalog.*) pg_catalog.power(2::float8, LEAST(o.status_checks, 12)::float8))))"\
-	"     AND (o.lease_expires_at IS NULL OR o.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now())"\
-	"     AND (o.provider_id IS NOT NULL OR pg_catalog.strpos(e.status_url, '{provider_id}') OPERATOR(pg_catalog.=) 0)"\
+	"           10::float8 OPERATOR(pg_catalog.*) pg_catalog.power(2::float8, "\
+	"LEAST(o.status_checks, 12)::float8))))"\
+	"     AND (o.lease_expires_at IS NULL "\
+	"OR o.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.now())"\
+	"     AND (o.provider_id IS NOT NULL OR pg_catalog.strpos(e.status_url, '{provider_id}') "\
+	"OPERATOR(pg_catalog.=) 0)"\
 	"   ORDER BY o.updated_at LIMIT $1"\
 	"   FOR UPDATE OF o SKIP LOCKED) d"\
 	" LIMIT $1"
@@ -73,7 +76,8 @@
 	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"\
 	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"\
 	"         FROM pg_catalog.jsonb_each_text(e.headers) h"\
-	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL ('{content-type,idempotency-key,expect,host,content-length}'::text[])),"\
+	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL "\
+	"('{content-type,idempotency-key,expect,host,content-length}'::text[])),"\
 	"   o.effect_type, e.provider_id_field, e.rate_limit, e.max_in_flight"
 
 static SavedStatement claim_lookups_stmt = {
@@ -94,7 +98,8 @@ static SavedStatement mark_lookups_stmt = {
 	MARK_LOOKUP
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($5)/*@buckets o*/"
 	"   AND o.state OPERATOR(pg_catalog.=) 'unknown'"
-	"   AND (o.lease_expires_at IS NULL OR o.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.to_timestamp($4))"
+	"   AND (o.lease_expires_at IS NULL "
+	"OR o.lease_expires_at OPERATOR(pg_catalog.<) pg_catalog.to_timestamp($4))"
 	"   AND e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
 	LOOKUP_COLUMNS,
 	5, {INT4OID, UUIDOID, INTERVALOID, FLOAT8OID, UUIDARRAYOID}
@@ -182,7 +187,8 @@ RecordLookupAnswer(pg_uuid_t *effect_id, pg_uuid_t *owner, int status, const cha
 	}
 	else
 	{
-		if (ExecSaved(&defer_lookup_stmt, values, NULL, false, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		if (ExecSaved(&defer_lookup_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
+			SPI_processed != 1)
 			elog(ERROR, "could not record a status look-up");
 		return LOOKUP_STILL_UNKNOWN;
 	}

@@ -27,7 +27,8 @@
 static SavedStatement lock_effect_stmt = {
 	"SELECT o.state, o.idempotency_key, o.effect_type, r.state"
 	" FROM idemgate.outbox o"
-	" LEFT JOIN idemgate.runs r ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*/"
+	" LEFT JOIN idemgate.runs r "
+	"ON r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*/"
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/ FOR UPDATE OF o",
 	1, {UUIDOID}
 };

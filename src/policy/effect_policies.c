@@ -257,8 +257,10 @@ CheckPoliciesUnchanged(void)
 		if (strcmp(now, p->signature) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("an effect policy of this transaction's effects changed before it committed"),
-					 errdetail("set_effect_policy committed after this transaction read the policy; nothing of it was kept."),
+					 errmsg("an effect policy of this transaction's effects changed before "
+							"it committed"),
+					 errdetail("set_effect_policy committed after this transaction read the "
+							   "policy; nothing of it was kept."),
 					 errhint("Retry the transaction: it runs under the new policy.")));
 	}
 	SPI_finish();
@@ -335,11 +337,17 @@ LockPoliciesWithoutQueueing(Oid relid)
 				holders++;
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("could not change the effect policy: %d transaction(s) that enqueued effects are still open",
+					 errmsg("could not change the effect policy: %d transaction(s) that enqueued "
+							"effects are still open",
 							holders),
-					 errdetail("On Citus a policy change waits for every open transaction that read a policy, at most lock_timeout (%d ms here), and never makes other enqueues wait behind it.",
+					 errdetail("On Citus a policy change waits for every open transaction that "
+							   "read a policy, at most lock_timeout (%d ms here), and never makes "
+							   "other enqueues wait behind it.",
 							   bound_ms),
-					 errhint("Find them with SELECT pid, state, xact_start FROM pg_stat_activity WHERE pid IN (SELECT pid FROM pg_locks WHERE relation = 'idemgate.effect_type_policies'::regclass); end or terminate them, then try again.")));
+					 errhint("Find them with SELECT pid, state, xact_start FROM pg_stat_activity "
+							 "WHERE pid IN (SELECT pid FROM pg_locks "
+							 "WHERE relation = 'idemgate.effect_type_policies'::regclass); end or "
+							 "terminate them, then try again.")));
 		}
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(IDEMGATE_POLICY_LOCK_STEP_MS * 1000L);
@@ -414,10 +422,13 @@ RefuseTypesRequiringApproval(const EffectPolicies *policies)
 		if (policies->items[i].requires_approval)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("effect type \"%s\" requires approval (effect policy requires_approval); enqueue_effect may not send it",
+					 errmsg("effect type \"%s\" requires approval (effect policy "
+							"requires_approval); enqueue_effect may not send it",
 							TruncateForMessage(policies->items[i].effect_type)),
-					 errdetail("Only an approved request_approval puts effects of this type in the outbox."),
-					 errhint("Call idemgate.request_approval() for this run; an operator sets the policy with idemgate.set_effect_policy().")));
+					 errdetail("Only an approved request_approval puts effects of this type "
+							   "in the outbox."),
+					 errhint("Call idemgate.request_approval() for this run; an operator sets the "
+							 "policy with idemgate.set_effect_policy().")));
 }
 
 /* DrawReview decides whether a call becomes a review; see effect_policies.h. */
@@ -470,9 +481,10 @@ ApplyCancelWindows(const EffectPolicies *policies, ParsedEffect *parsed, int n)
 		if (p == NULL || p->cancel_window == NULL)
 			continue;
 		/* now() + the window, as SQL would compute it (the transaction's start). */
-		window_end = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
-															 TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
-															 IntervalPGetDatum(p->cancel_window)));
+		window_end = DatumGetTimestampTz(
+			DirectFunctionCall2(timestamptz_pl_interval,
+								TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+								IntervalPGetDatum(p->cancel_window)));
 		if (!parsed[i].has_not_before || parsed[i].not_before < window_end)
 			parsed[i].not_before = window_end;
 		parsed[i].has_not_before = true;
@@ -497,13 +509,17 @@ CheckRequesterPolicy(const ParsedEffect *parsed, int n, const char *requested_by
 		if (requested_by == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"requested_by\" must not be NULL: effect type \"%s\" requires a requester (effect policy requires_requester)",
+					 errmsg("argument \"requested_by\" must not be NULL: effect type \"%s\" "
+							"requires a requester (effect policy requires_requester)",
 							TruncateForMessage(type)),
-					 errhint("Name who asks (e.g. the workflow) in requested_by and the approvers in audience.")));
+					 errhint("Name who asks (e.g. the workflow) in requested_by and the approvers "
+							 "in audience.")));
 		if (audience_count < 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"audience\" must name at least one approver: effect type \"%s\" requires a requester and an audience (effect policy requires_requester)",
+					 errmsg("argument \"audience\" must name at least one approver: "
+							"effect type \"%s\" requires a requester and an audience (effect "
+							"policy requires_requester)",
 							TruncateForMessage(type)),
 					 errhint("List the approvers' subjects in audience.")));
 	}
@@ -548,7 +564,8 @@ idemgate_set_effect_policy(PG_FUNCTION_ARGS)
 	if (isnan(review_sample) || review_sample < 0 || review_sample > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"review_sample\" must be between 0 and 1, not %g", review_sample),
+				 errmsg("argument \"review_sample\" must be between 0 and 1, not %g",
+						review_sample),
 				 errhint("0 reviews no automatic call, 0.05 one in twenty, 1 every one.")));
 	if (!PG_ARGISNULL(4))
 		cancel_window = IntervalArg(fcinfo, 4, "cancel_window", 0, IDEMGATE_MAX_CANCEL_WINDOW_USECS,
@@ -562,23 +579,28 @@ idemgate_set_effect_policy(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("effect type \"%s\" is reserved", TruncateForMessage(type_str)),
-				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are idemgate's own: no caller enqueues them.")));
+				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are "
+						   "idemgate's own: no caller enqueues them.")));
 	if (requires_approval && review_sample > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"review_sample\" must be 0 when requires_approval is true"),
-				 errdetail("review_sample samples automatic enqueue_effect calls, and requires_approval allows none.")));
+				 errdetail("review_sample samples automatic enqueue_effect calls, "
+						   "and requires_approval allows none.")));
 	if (requires_approval && cancel_window != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"cancel_window\" must be NULL when requires_approval is true"),
-				 errdetail("cancel_window holds automatic effects, and requires_approval allows none.")));
+				 errdetail("cancel_window holds automatic effects, and requires_approval "
+						   "allows none.")));
 	if (requires_requester && review_sample > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"review_sample\" must be 0 when requires_requester is true"),
-				 errdetail("A review that enqueue_effect requests has no requester and no audience."),
-				 errhint("Have the workflow call idemgate.request_approval() with requested_by and audience instead.")));
+				 errdetail("A review that enqueue_effect requests has no requester and "
+						   "no audience."),
+				 errhint("Have the workflow call idemgate.request_approval() with requested_by and "
+						 "audience instead.")));
 
 	ConnectSPI();
 	relid = PoliciesRelid();

@@ -64,7 +64,8 @@ static SavedStatement refresh_stmt = {
 static SavedStatement open_stmt = {
 	"INSERT INTO idemgate.endpoint_circuits"
 	"   (effect_type, failures, error_class, last_status, next_probe_at)"
-	" VALUES ($1, $2, $3, $4, pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5))"
+	" VALUES ($1, $2, $3, $4, pg_catalog.now() OPERATOR(pg_catalog.+) "
+	"pg_catalog.make_interval(secs => $5))"
 	" ON CONFLICT (effect_type) DO NOTHING RETURNING effect_type",
 	5, {TEXTOID, INT4OID, TEXTOID, INT4OID, FLOAT8OID}
 };
@@ -72,7 +73,8 @@ static SavedStatement open_stmt = {
 static SavedStatement take_probe_stmt = {
 	"UPDATE idemgate.endpoint_circuits"
 	"   SET probe_owner = $2,"
-	"       probe_until = pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $3)"
+	"       probe_until = pg_catalog.now() OPERATOR(pg_catalog.+) "
+	"pg_catalog.make_interval(secs => $3)"
 	" WHERE effect_type OPERATOR(pg_catalog.=) $1"
 	"   AND next_probe_at OPERATOR(pg_catalog.<=) pg_catalog.now()"
 	"   AND (probe_owner IS NULL OR probe_until OPERATOR(pg_catalog.<) pg_catalog.now())",
@@ -83,7 +85,8 @@ static SavedStatement probe_failed_stmt = {
 	"UPDATE idemgate.endpoint_circuits"
 	"   SET probes = probes OPERATOR(pg_catalog.+) 1, probe_owner = NULL, probe_until = NULL,"
 	"       error_class = $3, last_status = $4,"
-	"       next_probe_at = pg_catalog.now() OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => $5)"
+	"       next_probe_at = pg_catalog.now() OPERATOR(pg_catalog.+) "
+	"pg_catalog.make_interval(secs => $5)"
 	" WHERE effect_type OPERATOR(pg_catalog.=) $1 AND probe_owner OPERATOR(pg_catalog.=) $2"
 	" RETURNING probes",
 	5, {TEXTOID, UUIDOID, TEXTOID, INT4OID, FLOAT8OID}
@@ -176,8 +179,9 @@ CircuitsRefresh(bool force)
 	{
 		bool		isnull;
 
-		fresh[i].effect_type = MemoryContextStrdup(TopMemoryContext,
-												   TextDatumGetCString(GetResultDatum(i, 1, &isnull)));
+		fresh[i].effect_type =
+			MemoryContextStrdup(TopMemoryContext,
+								TextDatumGetCString(GetResultDatum(i, 1, &isnull)));
 		fresh[i].probes = DatumGetInt32(GetResultDatum(i, 2, &isnull));
 		fresh[i].probe_due = DatumGetBool(GetResultDatum(i, 3, &isnull));
 		fresh[i].open_secs = DatumGetFloat8(GetResultDatum(i, 4, &isnull));
@@ -286,7 +290,8 @@ CloseCircuit(const char *effect_type, const char *kind, const char *actor, const
 	DetailsInit(&details);
 	DetailsText(&details, "effect_type", effect_type);
 	DetailsText(&details, "opened_at",
-				DatumGetCString(DirectFunctionCall1(timestamptz_out, GetResultDatum(0, 1, &isnull))));
+				DatumGetCString(DirectFunctionCall1(timestamptz_out,
+													GetResultDatum(0, 1, &isnull))));
 	DetailsInt(&details, "probes", DatumGetInt32(GetResultDatum(0, 2, &isnull)));
 	DetailsText(&details, "by", why);
 	RecordEvent(NULL, NULL, kind, actor, DetailsFinish(&details));
@@ -304,7 +309,8 @@ CircuitNoteAnswer(const char *effect_type, bool probe, pg_uuid_t *owner)
 	if ((probe || CircuitKnownOpen(effect_type)) && CircuitsTableExists() &&
 		CloseCircuit(effect_type, "endpoint_circuit_closed", NULL, probe ? "probe" : "delivery"))
 		ereport(LOG,
-				(errmsg("idemgate dispatcher: the endpoint of effect type \"%s\" answered; its circuit is closed",
+				(errmsg("idemgate dispatcher: the endpoint of effect type \"%s\" answered; "
+						"its circuit is closed",
 						effect_type)));
 }
 
@@ -388,10 +394,13 @@ CircuitNoteFailure(const char *effect_type, const char *cls, int status, bool pr
 		return false;
 	if (OpenTypeCircuit(effect_type, c->in_a_row, cls, status))
 		ereport(LOG,
-				(errmsg("idemgate dispatcher: the endpoint of effect type \"%s\" failed %d times in a row (%s); its circuit is open",
+				(errmsg("idemgate dispatcher: the endpoint of effect type \"%s\" failed %d times "
+						"in a row (%s); its circuit is open",
 						effect_type, c->in_a_row, cls),
-				 errdetail("Its effects wait as pending, their attempts untouched; a probe goes out after a backoff from 5 s to 5 min."),
-				 errhint("The alert endpoint_down names it; idemgate.reset_circuit() closes it by hand.")));
+				 errdetail("Its effects wait as pending, their attempts untouched; "
+						   "a probe goes out after a backoff from 5 s to 5 min."),
+				 errhint("The alert endpoint_down names it; idemgate.reset_circuit() "
+						 "closes it by hand.")));
 	c->in_a_row = 0;
 	return CircuitKnownOpen(effect_type);
 }
@@ -433,7 +442,8 @@ idemgate_reset_circuit(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
 				 errmsg("effect type \"%s\" has no endpoint", TruncateForMessage(type)),
 				 errhint("See idemgate.endpoint_health for the endpoints and their circuits.")));
-	was_open = CloseCircuit(type, "endpoint_circuit_reset", text_to_cstring(actor), SessionRoleName());
+	was_open = CloseCircuit(type, "endpoint_circuit_reset", text_to_cstring(actor),
+							SessionRoleName());
 	if (!was_open)
 	{
 		EventDetails details;
@@ -442,7 +452,8 @@ idemgate_reset_circuit(PG_FUNCTION_ARGS)
 		DetailsText(&details, "effect_type", type);
 		DetailsBool(&details, "was_open", false);
 		DetailsText(&details, "by", SessionRoleName());
-		RecordEvent(NULL, NULL, "endpoint_circuit_reset", text_to_cstring(actor), DetailsFinish(&details));
+		RecordEvent(NULL, NULL, "endpoint_circuit_reset", text_to_cstring(actor),
+					DetailsFinish(&details));
 	}
 	else
 		WakeDispatcherAtCommit();	/* held effects may go out now */

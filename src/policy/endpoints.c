@@ -224,21 +224,24 @@ EndpointUrlAllowed(const char *url, char **why)
 		curl_free(part);
 		part = NULL;
 		if (has_user)
-			reason = pstrdup("it contains user information; put credentials in the endpoint's headers instead");
+			reason = pstrdup("it contains user information; put credentials in the endpoint's "
+							 "headers instead");
 	}
 	curl_url_cleanup(h);
 	if (reason == NULL)
 		reason = UrlPortProblem(url);
 
 	if (reason == NULL && pg_strcasecmp(scheme, "http") == 0 && !HttpHostAllowed(host))
-		reason = psprintf("plain http is only allowed to hosts listed in idemgate.allowed_http_hosts, not to %s",
+		reason = psprintf("plain http is only allowed to hosts listed in "
+						  "idemgate.allowed_http_hosts, not to %s",
 						  TruncateForMessage(host));
 	if (reason == NULL && !HttpHostAllowed(host))
 	{
 		char		refused[160];
 
 		if (NumericHostRefused(host, refused, sizeof(refused)))
-			reason = psprintf("%s; only hosts listed in idemgate.allowed_http_hosts may be non-public",
+			reason = psprintf("%s; only hosts listed in idemgate.allowed_http_hosts may "
+							  "be non-public",
 							  refused);
 	}
 	if (reason != NULL)
@@ -284,7 +287,8 @@ HeaderError(const char *msg, const char *name)
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("argument \"headers\" %s", msg),
 			 name ? errdetail("Header name: \"%s\".", TruncateForMessage(name)) : 0,
-			 errhint("Pass a JSON object of header name → string value, e.g. {\"Authorization\": \"Bearer ...\"}.")));
+			 errhint("Pass a JSON object of header name → string value, e.g. {\"Authorization\": "
+					 "\"Bearer ...\"}.")));
 }
 
 /*
@@ -318,13 +322,16 @@ CheckEndpointHeaders(Jsonb *headers)
 			if (++count > IDEMGATE_MAX_HEADERS)
 				HeaderError(psprintf("must have at most %d headers", IDEMGATE_MAX_HEADERS), NULL);
 			if (v.val.string.len == 0 || v.val.string.len > IDEMGATE_MAX_HEADER_NAME_BYTES)
-				HeaderError(psprintf("names must be 1 to %d characters long", IDEMGATE_MAX_HEADER_NAME_BYTES), name);
+				HeaderError(psprintf("names must be 1 to %d characters long",
+									 IDEMGATE_MAX_HEADER_NAME_BYTES), name);
 			for (int i = 0; i < v.val.string.len; i++)
 				if (!IsTokenChar((unsigned char) name[i]))
-					HeaderError("names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)", name);
+					HeaderError("names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)",
+								name);
 			for (int i = 0; reserved_headers[i] != NULL; i++)
 				if (pg_strcasecmp(name, reserved_headers[i]) == 0)
-					HeaderError("may not set Content-Type, Idempotency-Key, Host, Content-Length, Transfer-Encoding or Expect; the dispatcher sets them",
+					HeaderError("may not set Content-Type, Idempotency-Key, Host, Content-Length, "
+								"Transfer-Encoding or Expect; the dispatcher sets them",
 								name);
 			foreach(lc, seen)
 				if (pg_strcasecmp((char *) lfirst(lc), name) == 0)
@@ -339,7 +346,8 @@ CheckEndpointHeaders(Jsonb *headers)
 			if (v.type != jbvString)
 				HeaderError("values must be JSON strings", name);
 			if (v.val.string.len > IDEMGATE_MAX_HEADER_VALUE_BYTES)
-				HeaderError(psprintf("values must be at most %d bytes long", IDEMGATE_MAX_HEADER_VALUE_BYTES), name);
+				HeaderError(psprintf("values must be at most %d bytes long",
+									 IDEMGATE_MAX_HEADER_VALUE_BYTES), name);
 			for (int i = 0; i < v.val.string.len; i++)
 			{
 				unsigned char c = (unsigned char) v.val.string.val[i];
@@ -439,13 +447,17 @@ StatusUrlArg(FunctionCallInfo fcinfo, int argno)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"status_url\" is not allowed: %s", problem),
-				 errhint("For example https://api.example.com/v1/messages?idempotency_key=" STATUS_URL_EFFECT_ID)));
+				 errhint("For example "
+						 "https://api.example.com/v1/messages?idempotency_key="
+						 STATUS_URL_EFFECT_ID)));
 	/* The URLs it makes must pass the endpoints' rules: try one. */
-	if (!EndpointUrlAllowed(StatusUrlFor(template, "00000000-0000-0000-0000-000000000000", "p"), &why))
+	if (!EndpointUrlAllowed(StatusUrlFor(template, "00000000-0000-0000-0000-000000000000",
+										 "p"), &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"status_url\" is not allowed: %s", why),
-				 errhint("The same rules as the endpoint's url: https to a public host, or a host listed in idemgate.allowed_http_hosts.")));
+				 errhint("The same rules as the endpoint's url: https to a public host, "
+						 "or a host listed in idemgate.allowed_http_hosts.")));
 	return arg;
 }
 
@@ -479,21 +491,26 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	if (IsReservedEffectType(text_to_cstring(effect_type)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("effect type \"%s\" is reserved", TruncateForMessage(text_to_cstring(effect_type))),
-				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are idemgate's own."),
-				 errhint("Register a workflow's re-run endpoint with idemgate.register_rerun(workflow, url).")));
+				 errmsg("effect type \"%s\" is reserved",
+						TruncateForMessage(text_to_cstring(effect_type))),
+				 errdetail("Effect types beginning with \"" IDEMGATE_RESERVED_TYPE_PREFIX "\" are "
+						   "idemgate's own."),
+				 errhint("Register a workflow's re-run endpoint with "
+						 "idemgate.register_rerun(workflow, url).")));
 	if (!EndpointUrlAllowed(url_str, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"url\" is not allowed: %s", why),
-				 errhint("Use an https:// URL to a public host, or add the host to idemgate.allowed_http_hosts for plain http or a non-public address.")));
+				 errhint("Use an https:// URL to a public host, or add the host to "
+						 "idemgate.allowed_http_hosts for plain http or a non-public address.")));
 	timeout = IntervalArg(fcinfo, 2, "timeout", 0, IDEMGATE_MAX_REQUEST_TIMEOUT_USECS, NULL);
 	RequireArg(fcinfo, 3, "max_attempts");
 	max_attempts = PG_GETARG_INT32(3);
 	if (max_attempts < 1 || max_attempts > 100)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"max_attempts\" must be between 1 and 100, not %d", max_attempts)));
+				 errmsg("argument \"max_attempts\" must be between 1 and 100, not %d",
+						max_attempts)));
 	RequireArg(fcinfo, 4, "honors_idempotency_key");
 	honors = PG_GETARG_BOOL(4);
 	RequireArg(fcinfo, 5, "headers");
@@ -529,7 +546,8 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	DetailsInt(&details, "max_attempts", max_attempts);
 	DetailsBool(&details, "honors_idempotency_key", honors);
 	DetailsJsonb(&details, "header_names", header_names);
-	DetailsText(&details, "rate_limit", rate_null ? NULL : psprintf("%g", DatumGetFloat8(rate_limit)));
+	DetailsText(&details, "rate_limit",
+				rate_null ? NULL : psprintf("%g", DatumGetFloat8(rate_limit)));
 	if (!max_null)
 		DetailsInt(&details, "max_in_flight", DatumGetInt32(max_in_flight));
 	if (status_url != NULL)		/* like url: scheme and host fingerprint only */

@@ -17,10 +17,11 @@
 /*
  * EndpointUrlAllowed tells whether url may receive effects under the current
  * settings: https always; http only to a host listed in
- * idemgate.allowed_http_hosts; a numeric host in a non-public range
- * (loopback, private, link-local, ...) only when listed, whatever the
- * scheme; no other scheme, no user info, nothing libcurl cannot parse. When not, *why (palloc'd) says why. The dispatcher
- * calls it again before each send, since the setting may have changed.
+ * idemgate.allowed_http_hosts; a numeric host in a non-public range (loopback,
+ * private, link-local, ...) only when listed, whatever the scheme; no other
+ * scheme, no user info, nothing libcurl cannot parse. When not, *why
+ * (palloc'd) says why. The dispatcher calls it again before each send, since
+ * the setting may have changed.
  */
 extern bool EndpointUrlAllowed(const char *url, char **why);
 

@@ -134,7 +134,8 @@ BundleArg(FunctionCallInfo fcinfo, int argno)
 		strcmp(bundle, "operator") != 0 && strcmp(bundle, "reader") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"bundle\" must be client, approver, operator or reader, not \"%s\"",
+				 errmsg("argument \"bundle\" must be client, approver, "
+						"operator or reader, not \"%s\"",
 						bundle)));
 	return bundle;
 }
@@ -433,9 +434,12 @@ idemgate_bundle_members_canonical(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) || TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
-		elog(ERROR, "idemgate_bundle_members_canonical must be a BEFORE INSERT OR UPDATE row trigger");
-	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		  TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
+		elog(ERROR, "idemgate_bundle_members_canonical must be a "
+			 "BEFORE INSERT OR UPDATE row trigger");
+	tuple = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+		trigdata->tg_newtuple : trigdata->tg_trigtuple;
 	tupdesc = RelationGetDescr(trigdata->tg_relation);
 	attno = SPI_fnumber(tupdesc, "fn");
 	if (attno <= 0 || TupleDescAttr(tupdesc, attno - 1)->atttypid != TEXTOID)
@@ -444,6 +448,8 @@ idemgate_bundle_members_canonical(PG_FUNCTION_ARGS)
 	if (isnull)
 		return PointerGetDatum(tuple);
 	canonical = DirectFunctionCall1(regprocedurein, CStringGetDatum(TextDatumGetCString(fn)));
-	canonical = CStringGetTextDatum(DatumGetCString(DirectFunctionCall1(regprocedureout, canonical)));
-	return PointerGetDatum(heap_modify_tuple_by_cols(tuple, tupdesc, 1, &attno, &canonical, &nulls));
+	canonical = CStringGetTextDatum(DatumGetCString(DirectFunctionCall1(regprocedureout,
+																		canonical)));
+	return PointerGetDatum(heap_modify_tuple_by_cols(tuple, tupdesc, 1, &attno,
+													 &canonical, &nulls));
 }

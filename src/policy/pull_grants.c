@@ -50,7 +50,8 @@ static SavedStatement pull_rule_stmt = {
 };
 
 static SavedStatement effect_type_stmt = {
-	"SELECT effect_type FROM idemgate.outbox WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
+	"SELECT effect_type FROM idemgate.outbox "
+	"WHERE effect_id OPERATOR(pg_catalog.=) $1/*@bucket*//*@route $1*/",
 	1, {UUIDOID}
 };
 
@@ -111,8 +112,11 @@ CheckPullAllowed(const char *effect_type)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to pull effects of type \"%s\"",
 						TruncateForMessage(effect_type)),
-				 errdetail("The type has a registered endpoint: the dispatcher delivers it, and only an operator may pull it."),
-				 errhint("Pull a type without an endpoint, granted with idemgate.grant_effect_type(role, effect_type), or let the dispatcher deliver this one.")));
+				 errdetail("The type has a registered endpoint: the dispatcher delivers it, "
+						   "and only an operator may pull it."),
+				 errhint("Pull a type without an endpoint, "
+						 "granted with idemgate.grant_effect_type(role, effect_type), "
+						 "or let the dispatcher deliver this one.")));
 	if (!granted)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -120,7 +124,8 @@ CheckPullAllowed(const char *effect_type)
 						TruncateForMessage(effect_type)),
 				 errdetail("Role \"%s\" was not granted this effect type.",
 						   GetUserNameFromId(role, false)),
-				 errhint("An operator grants it with idemgate.grant_effect_type(role, effect_type).")));
+				 errhint("An operator grants it with idemgate.grant_effect_type(role, "
+						 "effect_type).")));
 }
 
 /* CheckPullAllowedForEffect applies the rule to the type of an effect. */

@@ -2,8 +2,9 @@
  *
  * src/policy/rate_limit.c
  *	  Per-endpoint rate_limit (requests per second) and max_in_flight
- *	  (concurrent requests), docs/operations.md, "Endpoints, rate limits and delayed effects": register_endpoint's trailing
- *	  arguments, and their enforcement by the dispatchers.
+ *	  (concurrent requests), docs/operations.md, "Endpoints, rate limits and
+ *	  delayed effects": register_endpoint's trailing arguments, and their
+ *	  enforcement by the dispatchers.
  *
  * Design note. The limits hold for an endpoint as a whole, however many
  * dispatchers send to it, so their state is in shared memory: one entry
@@ -98,7 +99,8 @@ EndpointLimitsArgs(FunctionCallInfo fcinfo, int argno,
 		if (isnan(r) || r <= 0 || r > IDEMGATE_MAX_RATE_LIMIT)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"rate_limit\" must be greater than 0 and at most %.0f requests per second",
+					 errmsg("argument \"rate_limit\" must be greater than 0 and at most "
+							"%.0f requests per second",
 							IDEMGATE_MAX_RATE_LIMIT),
 					 errhint("Pass NULL for no rate limit.")));
 		*rate = Float8GetDatum(r);
@@ -200,7 +202,8 @@ RateLimitTryStart(const char *effect_type, double rate, int max_in_flight, int64
 		SpinLockRelease(&r->lock);
 		if (!said_full)
 			ereport(WARNING,
-					(errmsg("idemgate dispatcher: more than %d rate-limited endpoints at once; effect type \"%s\" is sent without its limits",
+					(errmsg("idemgate dispatcher: more than %d rate-limited endpoints at once; "
+							"effect type \"%s\" is sent without its limits",
 							IDEMGATE_RATE_LIMIT_ENTRIES, effect_type)));
 		said_full = true;
 		return true;

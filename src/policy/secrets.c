@@ -187,17 +187,22 @@ LoadSecrets(void)
 	read_stat = st;
 	read_problem = NULL;
 	if (st.st_ino == 0)
-		read_problem = psprintf("idemgate.secrets_file \"%s\" cannot be read: %s", path, strerror(stat_errno));
+		read_problem = psprintf("idemgate.secrets_file \"%s\" cannot be read: %s", path,
+								strerror(stat_errno));
 	else if (!S_ISREG(st.st_mode))
 		read_problem = psprintf("idemgate.secrets_file \"%s\" is not a regular file", path);
 	else if (st.st_uid != geteuid())
-		read_problem = psprintf("idemgate.secrets_file \"%s\" is not owned by the server's user", path);
+		read_problem = psprintf("idemgate.secrets_file \"%s\" is not owned by the server's user",
+								path);
 	else if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-		read_problem = psprintf("idemgate.secrets_file \"%s\" is readable or writable by others (its mode must be 0600 or stricter)", path);
+		read_problem = psprintf("idemgate.secrets_file \"%s\" is readable or writable by others "
+								"(its mode must be 0600 or stricter)", path);
 	else if (InsideDataDirectory(path))
-		read_problem = psprintf("idemgate.secrets_file \"%s\" is inside the data directory (base backups copy it)", path);
+		read_problem = psprintf("idemgate.secrets_file \"%s\" is inside the data directory (base "
+								"backups copy it)", path);
 	else if (st.st_size > SECRET_MAX_FILE_BYTES)
-		read_problem = psprintf("idemgate.secrets_file \"%s\" is larger than %d bytes", path, SECRET_MAX_FILE_BYTES);
+		read_problem = psprintf("idemgate.secrets_file \"%s\" is larger than %d bytes", path,
+								SECRET_MAX_FILE_BYTES);
 	if (read_problem != NULL)
 	{
 		read_problem = MemoryContextStrdup(SecretsContext, read_problem);
@@ -208,7 +213,8 @@ LoadSecrets(void)
 	if (f == NULL)
 	{
 		read_problem = MemoryContextStrdup(SecretsContext,
-										   psprintf("idemgate.secrets_file \"%s\" cannot be read: %m", path));
+										   psprintf("idemgate.secrets_file \"%s\" "
+													"cannot be read: %m", path));
 		return;
 	}
 	buf = MemoryContextAllocZero(SecretsContext, st.st_size + 1);
@@ -237,7 +243,8 @@ LoadSecrets(void)
 	if (p.bad)
 	{
 		read_problem = MemoryContextStrdup(SecretsContext,
-										   psprintf("idemgate.secrets_file \"%s\" is not a JSON object of string values", path));
+										   psprintf("idemgate.secrets_file \"%s\" is not a JSON "
+													"object of string values", path));
 		return;
 	}
 	secrets = MemoryContextAlloc(SecretsContext, sizeof(Secret) * Max(list_length(p.pairs), 1));
@@ -353,21 +360,27 @@ CheckSecretReferences(Jsonb *headers)
 		if (r->name == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"headers\": header \"%s\" has a malformed secret reference", r->header),
-					 errhint("Write ${secret:NAME}, NAME of letters, digits, '_', '-' and '.' (at most %d).",
+					 errmsg("argument \"headers\": header \"%s\" has a malformed secret reference",
+							r->header),
+					 errhint("Write ${secret:NAME}, NAME of letters, digits, '_', "
+							 "'-' and '.' (at most %d).",
 							 SECRET_MAX_NAME_BYTES)));
 		if (read_problem != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"headers\": header \"%s\" names secret \"%s\", but %s",
 							r->header, r->name, read_problem),
-					 errhint("Put the secrets in a file outside the data directory, owned by the server's user with mode 0600, name it in idemgate.secrets_file and reload.")));
+					 errhint("Put the secrets in a file outside the data directory, "
+							 "owned by the server's user with mode 0600, "
+							 "name it in idemgate.secrets_file and reload.")));
 		if (SecretValue(r->name, strlen(r->name)) == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"headers\": header \"%s\" names secret \"%s\", which idemgate.secrets_file lacks",
+					 errmsg("argument \"headers\": header \"%s\" names secret \"%s\", "
+							"which idemgate.secrets_file lacks",
 							r->header, r->name),
-					 errhint("Add it to the file (a JSON object of strings) and reload, then register the endpoint.")));
+					 errhint("Add it to the file (a JSON object of strings) and reload, "
+							 "then register the endpoint.")));
 	}
 }
 

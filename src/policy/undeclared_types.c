@@ -35,9 +35,12 @@
 
 /* IDEMGATE_DECLARED: a type named $ (text) is declared. */
 #define IDEMGATE_DECLARED(t) \
-	"(EXISTS (SELECT 1 FROM idemgate.endpoints e WHERE e.effect_type OPERATOR(pg_catalog.=) " t ")" \
-	" OR EXISTS (SELECT 1 FROM idemgate.effect_type_grants g WHERE g.effect_type OPERATOR(pg_catalog.=) " t ")" \
-	" OR EXISTS (SELECT 1 FROM idemgate.effect_type_policies p WHERE p.effect_type OPERATOR(pg_catalog.=) " t "))"
+	"(EXISTS (SELECT 1 FROM idemgate.endpoints e " \
+	"WHERE e.effect_type OPERATOR(pg_catalog.=) " t ")" \
+	" OR EXISTS (SELECT 1 FROM idemgate.effect_type_grants g " \
+	"WHERE g.effect_type OPERATOR(pg_catalog.=) " t ")" \
+	" OR EXISTS (SELECT 1 FROM idemgate.effect_type_policies p " \
+	"WHERE p.effect_type OPERATOR(pg_catalog.=) " t "))"
 
 static SavedStatement undeclared_stmt = {
 	"SELECT t FROM pg_catalog.unnest($1) t WHERE NOT " IDEMGATE_DECLARED("t"),
@@ -113,11 +116,15 @@ static void
 NoticeUndeclared(const char *type, const char *known, const char *where)
 {
 	ereport(NOTICE,
-			(errmsg("%s: effect type \"%s\" is not declared: no endpoint, pull grant or effect policy names it",
+			(errmsg("%s: effect type \"%s\" is not declared: no endpoint, pull grant or effect "
+					"policy names it",
 					where, type),
 			 known ? errdetail("Declared effect types: %s.", known) :
 			 errdetail("No effect type is declared yet."),
-			 errhint("If this is a misspelling, fix the workflow; its effects wait pending until something takes them. Declare a pulled type with idemgate.grant_effect_type(), an HTTP one with idemgate.register_endpoint().")));
+			 errhint("If this is a misspelling, fix the workflow; its effects wait pending until "
+					 "something takes them. Declare a pulled type with "
+					 "idemgate.grant_effect_type(), an HTTP one with "
+					 "idemgate.register_endpoint().")));
 }
 
 /* NoticeUndeclaredTypes: see undeclared_types.h. */
@@ -141,7 +148,8 @@ NoticeUndeclaredTypes(const ParsedEffect *parsed, int n)
 			repeated = parsed[j].type_len == parsed[i].type_len &&
 				memcmp(parsed[j].type, parsed[i].type, parsed[i].type_len) == 0;
 		if (!repeated && !Remembered(parsed[i].type, parsed[i].type_len))
-			types[n_types++] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
+			types[n_types++] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type,
+																		parsed[i].type_len));
 	}
 	if (n_types == 0 || !DeclarationsInstalled())
 		return;
@@ -192,10 +200,12 @@ NoticeNewGrantType(text *effect_type)
 		char	   *known = KnownTypes();
 
 		ereport(NOTICE,
-				(errmsg("grant_effect_type: effect type \"%s\" is new: no endpoint, policy, other grant or pending effect names it",
+				(errmsg("grant_effect_type: effect type \"%s\" is new: no endpoint, policy, "
+						"other grant or pending effect names it",
 						text_to_cstring(effect_type)),
 				 known ? errdetail("Declared effect types: %s.", known) :
 				 errdetail("No effect type is declared yet."),
-				 errhint("If this is a misspelling, revoke it with idemgate.revoke_effect_type() and grant the right name.")));
+				 errhint("If this is a misspelling, revoke it with idemgate.revoke_effect_type() "
+						 "and grant the right name.")));
 	}
 }
