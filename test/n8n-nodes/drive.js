@@ -1,84 +1,28 @@
 // test/n8n-nodes/drive.js — drives the workflows built from the idemgate n8n
 // nodes (examples/n8n-idemgate-nodes/) in a running n8n on loopback and checks what
-// idemgate recorded. Started by test/n8n-nodes/run.sh, which sets the
-// environment below and counts the "ok - ..." / "not ok - ..." lines.
-//
-//   N8N_URL        http://127.0.0.1:<port>   n8n under test
-//   PGHOST/PGPORT/PGDATABASE/PGUSER          superuser connection to the test database
-//   PG_LOG         the PostgreSQL server log (grepped for approval tokens)
-//   SINK_LOG       the loopback sink's JSONL request log
-//   CSRF_SECRET    n8n's IDEMGATE_CSRF_SECRET (the pages' CSRF tokens are HMACs with it)
-//   N8N_MODULES    node_modules of the cached n8n install (for pg)
+// idemgate recorded. Started by test/n8n-nodes/run.sh through
+// test/n8n/harness.sh, which sets the environment test/n8n/lib.js lists and
+// counts the "ok - ..." / "not ok - ..." lines. What both workflow sets are
+// checked for alike is in test/n8n/lib.js.
 'use strict';
 const crypto = require('crypto');
 const fs = require('fs');
-const path = require('path');
-const { Client } = require(path.join(process.env.N8N_MODULES, 'pg'));
+const {
+  ID_HEADER, check, waitFor, sinkRequests, request, post,
+  intake: deliver, intakeStored, requestApproval: draft, approvalSnapshot: snapshot, errorWorkflow, alertRelay, drive,
+} = require('../n8n/lib');
 
-const N8N = process.env.N8N_URL;
-const ID_HEADER = 'x-auth-request-email';
 const APPROVER = 'maria@example.com';
 const OPERATOR = 'olga@example.com';
 const tokens = [];	// every approval token seen: none may reach the server log
 
-function check(ok, what, detail) {
-  if (ok) console.log(`ok - ${what}`);
-  else console.log(`not ok - ${what}${detail === undefined ? '' : ': ' + (typeof detail === 'string' ? detail : JSON.stringify(detail))}`);
-  return ok;
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(fn, ms = 30000, every = 250) {
-  const until = Date.now() + ms;
-  let last;
-  while (Date.now() < until) {
-    last = await fn();
-    if (last) return last;
-    await sleep(every);
-  }
-  return last;
-}
-function sinkRequests() {
-  if (!fs.existsSync(process.env.SINK_LOG)) return [];
-  return fs.readFileSync(process.env.SINK_LOG, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
-async function request(method, pathname, { json, form, headers = {} } = {}) {
-  const h = { ...headers };
-  let body;
-  if (json !== undefined) { h['content-type'] = 'application/json'; body = JSON.stringify(json); }
-  if (form !== undefined) { h['content-type'] = 'application/x-www-form-urlencoded'; body = new URLSearchParams(form).toString(); }
-  const res = await fetch(N8N + pathname, { method, headers: h, body });
-  const text = await res.text();
-  let parsed = null;
-  try { parsed = JSON.parse(text); } catch (e) { parsed = null; }
-  return { status: res.status, json: parsed, text, headers: res.headers };
-}
-const post = (p, json) => request('POST', p, { json });
 const hmac = (value) => crypto.createHmac('sha256', process.env.CSRF_SECRET).update(value).digest('hex');
 const pgLog = () => fs.readFileSync(process.env.PG_LOG, 'utf8');
 
 // ---------------------------------------------------------------------------
 async function intake(db) {
   // 50 keys x 10 concurrent deliveries of the same event: exactly one claims each key.
-  const keys = Array.from({ length: 50 }, (_, i) => `nodes-intake-${i}`);
-  const results = [];
-  const t0 = Date.now();
-  for (let i = 0; i < keys.length; i += 5) {
-    const wave = [];
-    for (const key of keys.slice(i, i + 5)) {
-      for (let d = 0; d < 10; d++) {
-        wave.push(post('/webhook/idemgate-nodes/intake', { event_id: key, amount: 42, note: 'ok, checked' }).then((r) => results.push({ key, ...r })));
-      }
-    }
-    await Promise.all(wave);
-  }
-  console.log(`# intake: 500 deliveries (50 keys x 10 concurrent) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  const bad = results.filter((r) => !(r.status === 200 || r.status === 202) || !r.json);
-  check(bad.length === 0, 'intake: all 500 deliveries answered 200 or 202 with JSON', bad.slice(0, 3).map((r) => `${r.status} ${r.text}`));
-  const claimed = results.filter((r) => r.json && r.json.outcome === 'claimed');
-  check(claimed.length === 50, 'intake: exactly 50 deliveries claimed', { claimed: claimed.length });
-  const perKey = new Map();
-  for (const r of claimed) perKey.set(r.key, (perKey.get(r.key) || 0) + 1);
-  check(keys.every((k) => perKey.get(k) === 1), 'intake: each key claimed exactly once');
+  const { results } = await deliver('idemgate-nodes', 'nodes', [200, 202]);
   const dups = results.filter((r) => r.json && r.json.outcome === 'duplicate');
   const inProgress = dups.filter((r) => r.status === 202);
   check(dups.length === 450 && dups.every((r) => (r.status === 202) === (r.json.state === 'processing')),
@@ -88,19 +32,13 @@ async function intake(db) {
     'intake: a duplicate while the work runs gets 202 with Retry-After and no result');
   const failedWork = await db.query("SELECT idempotency_key, details FROM idemgate.events WHERE idempotency_key LIKE 'nodes-intake-%' AND kind LIKE '%fail%'");
   if (failedWork.rows.length) console.log(`# intake: failures recorded: ${JSON.stringify(failedWork.rows.slice(0, 3))}`);
-  const runs = await db.query(
-    "SELECT count(*)::int AS n, count(*) FILTER (WHERE state = 'completed' AND result->>'answer' = 'Received ' || idempotency_key)::int AS done FROM idemgate.runs WHERE idempotency_key LIKE 'nodes-intake-%'");
-  check(runs.rows[0].n === 50 && runs.rows[0].done === 50, 'intake: 50 runs, all completed with their result', runs.rows[0]);
+  await intakeStored(db, 'idemgate-nodes', 'nodes');
   const origins = await db.query(
     `SELECT (SELECT count(*)::int FROM idemgate.runs WHERE idempotency_key LIKE 'nodes-intake-%' AND origin = 'webhook:intake') AS runs,
             (SELECT count(*)::int FROM idemgate.events WHERE idempotency_key LIKE 'nodes-intake-%' AND kind = 'duplicate'
                 AND details->>'origin' = 'webhook:intake') AS duplicates`);
   check(origins.rows[0].runs === 50 && origins.rows[0].duplicates > 0,
     "intake: Claim's Origin field reached the claim (every run and its duplicate events carry origin webhook:intake)", origins.rows[0]);
-  const again = await post('/webhook/idemgate-nodes/intake', { event_id: 'nodes-intake-7', amount: 42, note: 'ok, checked' });
-  check(again.status === 200 && again.json && again.json.outcome === 'duplicate' && again.json.state === 'completed'
-        && again.json.result && again.json.result.answer === 'Received nodes-intake-7',
-  'intake: a later duplicate is answered with the stored result', again.json);
   const mismatch = await post('/webhook/idemgate-nodes/intake', { event_id: 'nodes-intake-7', amount: 43 });
   check(mismatch.status === 409 && mismatch.json && mismatch.json.code === 'IG001' && mismatch.json.error === 'payload_mismatch'
         && /different payload/.test(mismatch.json.message || ''),
@@ -184,23 +122,9 @@ async function effectAccounting(db, where, expected, t0) {
 
 // ---------------------------------------------------------------------------
 async function requestApproval(db, eventId, subject) {
-  const r = await post('/webhook/idemgate-nodes/draft', {
-    event_id: eventId, subject, customer_email: 'ana@example.com', customer_name: 'Ana', source_url: 'https://crm.example/t/' + eventId,
-  });
-  const sent = await waitFor(() => sinkRequests().find((q) => q.path === '/notify' && q.body && String(q.body.text).includes(subject)), 15000);
-  const m = sent && String(sent.body.text).match(/\?token=([A-Za-z0-9_%-]+)/);
-  const token = m ? decodeURIComponent(m[1]) : null;
-  if (token) tokens.push(token);
-  return { response: r, token, text: sent && sent.body.text };
-}
-
-async function snapshot(db, key) {
-  const r = await db.query(
-    `SELECT r.state, r.version, a.consumed_at, a.decision, a.approver_subject,
-            (SELECT count(*)::int FROM idemgate.events e WHERE e.idempotency_key = r.idempotency_key AND e.kind = 'approval_decided') AS decided,
-            (SELECT count(*)::int FROM idemgate.outbox o WHERE o.idempotency_key = r.idempotency_key) AS effects
-       FROM idemgate.runs r JOIN idemgate.approvals a USING (idempotency_key) WHERE r.idempotency_key = $1`, [key]);
-  return r.rows[0];
+  const a = await draft('idemgate-nodes', eventId, subject, 15000);
+  if (a.token) tokens.push(a.token);
+  return a;
 }
 
 async function approvals(db) {
@@ -279,25 +203,6 @@ async function approvals(db) {
 }
 
 // ---------------------------------------------------------------------------
-async function errorWorkflow(db) {
-  // A workflow that owns a run fails without recording it; the error workflow records it with fail().
-  await post('/webhook/idemgate-nodes-test/fail', { event_id: 'nodes-fail-1', n: 1 });
-  const run = await waitFor(async () => {
-    const r = await db.query("SELECT state, result FROM idemgate.runs WHERE idempotency_key = 'nodes-fail-1'");
-    return r.rows[0] && r.rows[0].state !== 'processing' ? r.rows[0] : null;
-  }, 30000, 500);
-  check(!!run && run.state === 'failed_retryable' && run.result && run.result.error_class === 'n8n_error'
-        && /the model timed out, twice/.test(run.result.error),
-  'error workflow: the failed run was recorded with the node\'s fail (failed_retryable, n8n_error)', run);
-  await post('/webhook/idemgate-nodes-test/fail', { event_id: 'nodes-fail-1', n: 1 });
-  const recovered = await waitFor(async () => {
-    const r = await db.query("SELECT count(*)::int AS n FROM idemgate.events WHERE idempotency_key = 'nodes-fail-1' AND kind = 'recovered'");
-    return r.rows[0].n > 0 ? r.rows[0] : null;
-  }, 20000, 250);
-  check(!!recovered, 'error workflow: the next delivery recovered the run', recovered);
-}
-
-// ---------------------------------------------------------------------------
 async function operatorConsole(db) {
   // Fixtures, as an operator would meet them: one effect dead-lettered
   // (rejected), two whose delivery is unknown (500, timeout after send).
@@ -352,101 +257,20 @@ async function operatorConsole(db) {
     'operator console: afterwards nothing is left to act on', after.text.slice(0, 300));
 }
 
-// ---------------------------------------------------------------------------
-async function alerts(db) {
-  // The alert relay posts each NOTIFY idemgate_alerts to the chat sink with
-  // the payload's business message (workflow or effect type, first keys),
-  // its severity and state. A second session LISTENs to see the payloads.
-  const listener = new Client();
-  await listener.connect();
-  const notes = [];
-  listener.on('notification', (n) => { if (n.channel === 'idemgate_alerts') notes.push(JSON.parse(n.payload)); });
-  await listener.query('LISTEN idemgate_alerts');
-  const relayed = (p, from) => sinkRequests().slice(from).find((q) => q.path === '/alerts' && q.body
-    && q.body.alert === p.alert && q.body.state === p.state && q.body.subject === p.subject);
-  const says = (q, p) => !!q && typeof q.body.text === 'string' && q.body.text.includes(p.message)
-    && q.body.text.includes(p.severity) && q.body.text.includes(p.state);
-  try {
-    // A business event: a run of workflow invoices fails for good (terminal_failure, at once).
-    const key = 'invoice-2026-0918-ACME-4471';
-    const run = (await db.query("SELECT lease_owner::text, version FROM idemgate.claim($1, '{\"amount\": 42}', '5 minutes', 'invoices', NULL, 'n8n-nodes-test')", [key])).rows[0];
-    await db.query("SELECT idemgate.fail($1, $2, $3, 'invalid_output', 'the model answered without a total, twice', false)", [key, run.lease_owner, run.version]);
-    await db.query("SELECT idemgate.set_actions_enabled(false, 'n8n-nodes-test', 'alert relay test')");
-    let from = sinkRequests().length;
-    await db.query('SELECT idemgate.publish_alerts()');
-    await waitFor(() => notes.some((p) => p.alert === 'kill_switch_off')
-      && notes.some((p) => p.alert === 'terminal_failure' && (p.keys || []).includes(key)), 5000, 100);
-    const tf = notes.find((p) => p.alert === 'terminal_failure' && (p.keys || []).includes(key));
-    check(!!tf && tf.state === 'firing' && /invoice-2026-0918-ACME-4471/.test(tf.message) && /workflow invoices/.test(tf.message),
-      'alert relay (idemgate Trigger, alert): the terminal_failure payload names workflow and key', tf);
-    const firing = notes.splice(0);
-    const got = new Map();
-    await waitFor(() => {
-      for (const p of firing) if (!got.get(p)) got.set(p, relayed(p, from));
-      return firing.every((p) => got.get(p));
-    }, 30000, 250);
-    const tq = tf && got.get(tf);
-    check(says(tq, tf) && /^idemgate warning alert firing: run invoice-2026-0918-ACME-4471 of workflow invoices failed for good/.test(tq.body.text),
-      'alert relay (idemgate Trigger, alert): the chat text is the business message ("run ... of workflow invoices failed for good"), with severity and state',
-      { text: tq && tq.body.text, message: tf && tf.message });
-    check(!!tq && !/SELECT \* FROM idemgate\.alerts/.test(tq.body.text), 'alert relay (idemgate Trigger, alert): no generic "see the alerts view" text when the payload names the event', tq && tq.body.text);
-    const ks = firing.find((p) => p.alert === 'kill_switch_off');
-    check(says(ks && got.get(ks), ks), 'alert relay (idemgate Trigger, alert): the kill_switch_off alert reached the chat sink with its message', { text: ks && got.get(ks) && got.get(ks).body.text, message: ks && ks.message });
-    const missing = firing.filter((p) => !says(got.get(p), p));
-    check(firing.length >= 2 && missing.length === 0, `alert relay (idemgate Trigger, alert): each of the ${firing.length} firing alerts was relayed with its message, severity and state`,
-      missing.map((p) => ({ payload: p, relayed: got.get(p) && got.get(p).body })));
-
-    // Cleared: the text says cleared, with what the alert said last.
-    from = sinkRequests().length;
-    await db.query("SELECT idemgate.set_actions_enabled(true, 'n8n-nodes-test', 'alert relay test done')");
-    await db.query('SELECT idemgate.publish_alerts()');
-    const cl = await waitFor(() => notes.find((p) => p.alert === 'kill_switch_off' && p.state === 'cleared'), 5000, 100);
-    const cq = cl && await waitFor(() => relayed(cl, from), 20000);
-    check(says(cq, cl) && /^idemgate info alert cleared: kill switch off/.test(cq.body.text),
-      'alert relay (idemgate Trigger, alert): a cleared alert says cleared, with its message', { text: cq && cq.body.text, message: cl && cl.message });
-
-    // Without details (idemgate.alert_notify_details off) the text points at the alerts view.
-    notes.splice(0);
-    from = sinkRequests().length;
-    await db.query('SET idemgate.alert_notify_details = off');
-    await db.query("SELECT idemgate.set_actions_enabled(false, 'n8n-nodes-test', 'alert relay test, no details')");
-    await db.query('SELECT idemgate.publish_alerts()');
-    const bare = await waitFor(() => notes.find((p) => p.alert === 'kill_switch_off'), 5000, 100);
-    const bq = bare && await waitFor(() => relayed(bare, from), 20000);
-    check(!!bare && bare.message === undefined && !!bq
-          && bq.body.text === `idemgate info alert firing: kill_switch_off since ${bare.at} (details: SELECT * FROM idemgate.alerts)`,
-    'alert relay (idemgate Trigger, alert): a payload without details names the alert and points at the alerts view', { payload: bare, text: bq && bq.body.text });
-  } finally {
-    await db.query("SELECT idemgate.set_actions_enabled(true, 'n8n-nodes-test', 'alert relay test done')").catch(() => {});
-    await db.query('SELECT idemgate.publish_alerts()').catch(() => {});
-    await db.query('RESET idemgate.alert_notify_details').catch(() => {});
-    await listener.end().catch(() => {});
-  }
-}
-
 function tokensNotLogged() {
   const log = pgLog();
   const found = tokens.filter((t) => log.includes(t));
   check(tokens.length >= 2 && found.length === 0, `server log: none of the ${tokens.length} approval tokens appears in the PostgreSQL log`, { found: found.length });
 }
 
-(async () => {
-  const db = new Client();
-  await db.connect();
-  try {
-    for (const [name, fn] of [['intake', intake], ['intake failures', intakeFailures], ['effects', intakeEffects],
-      ['approvals', approvals], ['error workflow', errorWorkflow], ['operator console', operatorConsole], ['alerts', alerts]]) {
-      const t = Date.now();
-      try {
-        await fn(db);
-      } catch (e) {
-        check(false, `${name}: finished without an exception`, e && e.stack);
-      }
-      console.log(`# ${name}: ${((Date.now() - t) / 1000).toFixed(1)} s`);
-    }
-    tokensNotLogged();
-  } finally {
-    await db.end().catch(() => {});
-  }
-  console.log('# driver finished');
-})();
+drive([
+  ['intake', intake],
+  ['intake failures', intakeFailures],
+  ['effects', intakeEffects],
+  ['approvals', approvals],
+  ['error workflow', (db) => errorWorkflow(db, {
+    pathname: '/webhook/idemgate-nodes-test/fail', key: 'nodes-fail-1', workflowName: 'idemgate nodes test: work that fails', failWith: "the node's fail",
+  })],
+  ['operator console', operatorConsole],
+  ['alerts', (db) => alertRelay(db, { actor: 'n8n-nodes-test', label: 'alert relay (idemgate Trigger, alert)' })],
+], async () => tokensNotLogged());
