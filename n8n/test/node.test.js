@@ -207,3 +207,17 @@ test('trigger helpers: alert payloads and lease intervals', () => {
 	assert.equal(intervalMs('1 hour', 1), 3600000);
 	assert.equal(intervalMs('1 day 2 hours', 7), 7);
 });
+
+test('resources: each operation the editor offers has a call, and each call an operation (nodes/Idemgate/resources/)', () => {
+	const resources = require('../dist/nodes/Idemgate/resources');
+	const props = new Idemgate().description.properties;
+	const offered = props.find((p) => p.name === 'resource').options.map((o) => o.value).sort();
+	assert.deepEqual(offered, ['approval', 'effect', 'run']);
+	for (const r of offered) {
+		const field = props.filter((p) => p.name === 'operation' && p.displayOptions.show.resource.includes(r));
+		assert.equal(field.length, 1, r);
+		assert.deepEqual(field[0].options.map((o) => o.value).sort(), Object.keys(resources[r].operations).sort(), r);
+		assert.ok(resources[r].fields.every((f) => f.displayOptions.show.resource.length === 1 && f.displayOptions.show.resource[0] === r), r);
+	}
+	assert.throws(() => resources.operationOf('run', 'constructor'), (e) => e instanceof ParameterError && e.parameter === 'operation');
+});

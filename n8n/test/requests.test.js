@@ -5,7 +5,8 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { buildCall, claimEffectsCall, ParameterError } = require('../dist/nodes/shared/requests');
+const { claimEffectsCall, ParameterError } = require('../dist/nodes/shared/requests');
+const { buildCall } = require('../dist/nodes/Idemgate/resources');
 
 const params = (p) => (name) => (name in p ? p[name] : null);
 const OWNER = '6f1c1c9e-2d0b-4a51-9d7e-6d3f0a7c2b11';

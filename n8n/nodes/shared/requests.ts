@@ -1,6 +1,9 @@
-// nodes/shared/requests.ts — node parameters → the one jsonb request of an
-// idemgate call. Pure: no n8n context, no database, so the unit tests
-// (test/requests.test.js) check every operation's mapping directly.
+// nodes/shared/requests.ts — what turns node parameters into the one jsonb
+// request of an idemgate call: the readers of each kind of parameter, and
+// the trigger's own call. Each resource of the idemgate node maps its
+// operations with them (nodes/Idemgate/resources/). Pure: no n8n context,
+// no database, so the unit tests (test/requests.test.js) check every
+// operation's mapping directly.
 //
 // Every call is `SELECT ... FROM idemgate.<f>($1::jsonb)` with ONE bind
 // parameter, the request object as JSON text (docs/n8n.md, "One
@@ -54,7 +57,7 @@ export function text(get: Get, name: string): string | undefined {
  * naming the field, an error with a SQLSTATE the workflow can branch on
  * (an event without a key is the sender's mistake, a 400).
  */
-const required = text;
+export const required = text;
 
 /**
  * bigint returns a bigint parameter (version): a JSON number, or a string of
@@ -115,7 +118,7 @@ export function list(get: Get, name: string): string[] | undefined {
 }
 
 /** bool returns a boolean parameter. */
-function bool(get: Get, name: string): boolean | undefined {
+export function bool(get: Get, name: string): boolean | undefined {
 	const v = get(name);
 	if (isEmpty(v)) return undefined;
 	if (typeof v === 'boolean') return v;
@@ -125,7 +128,7 @@ function bool(get: Get, name: string): boolean | undefined {
 }
 
 /** int returns an integer parameter (an HTTP status, a batch size). */
-function int(get: Get, name: string): number | undefined {
+export function int(get: Get, name: string): number | undefined {
 	const v = get(name);
 	if (isEmpty(v) || v === 0) return undefined;
 	const n = typeof v === 'string' ? Number(v) : v;
@@ -136,14 +139,14 @@ function int(get: Get, name: string): number | undefined {
 }
 
 /** compact drops undefined fields: an omitted field takes idemgate's default. */
-function compact(o: { [key: string]: Json | undefined }): JsonObject {
+export function compact(o: { [key: string]: Json | undefined }): JsonObject {
 	const out: JsonObject = {};
 	for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v;
 	return out;
 }
 
 /** effectTypes lists the distinct types of an effects parameter (for NOTIFY). */
-function effectTypes(effects: Json | undefined): string[] {
+export function effectTypes(effects: Json | undefined): string[] {
 	const all = Array.isArray(effects) ? effects : [effects];
 	const types = new Set<string>();
 	for (const e of all) {
@@ -152,121 +155,16 @@ function effectTypes(effects: Json | undefined): string[] {
 	return [...types];
 }
 
-/** owned is the (key, owner, version) triple that owner-checked calls carry. */
-function owned(get: Get) {
+/** ownerChecked is the (key, owner, version) triple that owner-checked calls carry. */
+export function ownerChecked(get: Get) {
 	return { key: required(get, 'key'), owner: required(get, 'owner'), version: bigint(get, 'version') };
 }
 
-/** option reads one field of the node's "Options" collection. */
-function options(get: Get): Get {
+/** options reads the fields of the node's "Options" collection. */
+export function options(get: Get): Get {
 	const o = get('options');
 	const obj = o && typeof o === 'object' ? (o as { [key: string]: unknown }) : {};
 	return (name: string) => obj[name];
-}
-
-/**
- * buildCall maps one item's parameters to the call: resource and operation
- * as docs/n8n.md lists them, each to its jsonb form, whose field names are
- * the typed arguments' names.
- */
-export function buildCall(resource: string, operation: string, get: Get): Call {
-	const opt = options(get);
-	switch (`${resource}.${operation}`) {
-		case 'run.claim':
-			return {
-				sql: 'SELECT * FROM idemgate.claim($1::jsonb)',
-				request: compact({
-					key: required(get, 'key'),
-					payload: json(get, 'payload') ?? null,
-					workflow: text(get, 'workflowName'),
-					lease: text(get, 'lease'),
-					owner: text(opt, 'owner'),
-					origin: text(get, 'origin'),
-				}),
-			};
-		case 'run.complete':
-			return {
-				sql: 'SELECT idemgate.cas_transition($1::jsonb) AS version',
-				request: compact({ ...owned(get), new_state: 'completed', result: json(get, 'result') }),
-			};
-		case 'run.fail':
-			return {
-				sql: 'SELECT idemgate.fail($1::jsonb) AS state',
-				request: compact({
-					...owned(get),
-					error_class: required(get, 'errorClass'),
-					error: text(get, 'error'),
-					retryable: bool(get, 'retryable') ?? true,
-				}),
-			};
-		case 'run.renewLease':
-			return {
-				sql: 'SELECT idemgate.renew_lease($1::jsonb) AS lease_expires_at',
-				request: compact({ ...owned(get), extend_by: required(get, 'extendBy') }),
-			};
-		case 'approval.request':
-			return {
-				sql: 'SELECT * FROM idemgate.request_approval($1::jsonb)',
-				request: compact({
-					...owned(get),
-					effects: json(get, 'effects'),
-					expires_in: text(get, 'expiresIn'),
-					card: json(get, 'card'),
-					audience: list(get, 'audience'),
-					requested_by: text(opt, 'requestedBy'),
-				}),
-			};
-		case 'approval.peek':
-			return {
-				sql: 'SELECT * FROM idemgate.peek_approval($1::jsonb)',
-				request: compact({ token: required(get, 'token') }),
-			};
-		case 'approval.decide':
-			return {
-				sql: 'SELECT * FROM idemgate.consume_approval($1::jsonb)',
-				// The token last: PostgreSQL reports a JSON syntax error (a
-				// \u0000 in the reason, say) with the text up to the error.
-				request: compact({
-					decision: required(get, 'decision'),
-					approver: required(get, 'approver'),
-					reason: text(get, 'reason'),
-					token: required(get, 'token'),
-				}),
-				notify: [''],
-			};
-		case 'effect.enqueue': {
-			const effects = json(get, 'effects');
-			return {
-				sql: 'SELECT * FROM idemgate.enqueue_effect($1::jsonb)',
-				request: compact({ ...owned(get), effects }),
-				notify: effectTypes(effects),
-			};
-		}
-		case 'effect.complete':
-			return {
-				sql: 'SELECT idemgate.complete_effect($1::jsonb) AS completed',
-				request: compact({
-					effect_id: required(get, 'effectId'),
-					owner: required(get, 'owner'),
-					provider_id: text(get, 'providerId'),
-					status: int(opt, 'httpStatus'),
-				}),
-			};
-		case 'effect.fail':
-			return {
-				sql: 'SELECT idemgate.fail_effect($1::jsonb) AS state',
-				request: compact({
-					effect_id: required(get, 'effectId'),
-					owner: required(get, 'owner'),
-					error_class: required(get, 'errorClass'),
-					error: text(get, 'error'),
-					retry_after: text(get, 'retryAfter'),
-					status: int(opt, 'httpStatus'),
-				}),
-			};
-		default:
-			throw new ParameterError('operation', `Unknown operation "${operation}" of resource "${resource}"`);
-	}
 }
 
 /** claimEffectsCall is the trigger's pull: due effects of one type. */
