@@ -388,9 +388,8 @@ InsertApproval(text *key, int64 run_version, Jsonb *effects, int effect_count,
 	nulls[6] = card ? ' ' : 'n';
 	values[7] = JsonbPGetDatum(effects);
 	values[8] = Int64GetDatum(run_version);
-	if (ExecSaved(&insert_approval_stmt, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not insert approval");
+	ExecSavedOneRow(&insert_approval_stmt, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,
+					"could not insert approval");
 	expires_at = GetResultDatum(0, 1, &isnull);
 
 	DetailsText(details, "approval_id",
@@ -439,13 +438,9 @@ idemgate_request_approval(PG_FUNCTION_ARGS)
 	Datum		row[4] = {0, 0, 0, 0};
 	bool		rownulls[4] = {true, true, true, true};
 
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
-	RequireArg(fcinfo, 3, "effects");
-	CheckDocumentArg(fcinfo, 3, "effects");
-	effects = PG_GETARG_JSONB_P(3);
+	owner = REQUIRED_ARG(1, "owner", UUID_P);
+	version = REQUIRED_ARG(2, "version", INT64);
+	effects = DocumentArg(fcinfo, 3, "effects");
 	effect_count = ParseEffects(effects, "effects", &parsed);
 	expires_in = IntervalArg(fcinfo, 4, "expires_in", 0, IDEMGATE_MAX_APPROVAL_EXPIRY_USECS,
 							 "An approval must expire, at most 30 days after it is requested.");
@@ -555,17 +550,8 @@ idemgate_peek_approval(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	if (ExecSaved(&peek_stmt, values, nulls, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "approval look-up failed");
-	if (SPI_processed == 1)
-	{
-		Datum		row[7];
-		bool		rownulls[7];
-
-		for (int i = 0; i < 7; i++)
-			row[i] = GetResultDatum(0, i + 1, &rownulls[i]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, rownulls);
-	}
+	ExecSavedExpect(&peek_stmt, values, nulls, true, 1, SPI_OK_SELECT, "approval look-up failed");
+	PutResultRows(rsinfo, 7);	/* at most one row: count 1 */
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -610,8 +596,8 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 	values[1] = PointerGetDatum(decision);
 	values[2] = CStringGetTextDatum(approver);
 	nulls[3] = TokenBucketParam(token, DatumGetByteaPP(values[0]), &values[3]);
-	if (ExecSaved(&lock_approval_stmt, values, nulls, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "approval look-up failed");
+	ExecSavedExpect(&lock_approval_stmt, values, nulls, false, 1, SPI_OK_SELECT,
+					"approval look-up failed");
 	if (SPI_processed == 1)
 	{
 		pg_uuid_t  *approval_id = DatumGetUUIDP(GetResultDatum(0, 1, &isnull));
@@ -659,9 +645,8 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 				DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(approval_id)));
 
 			values[3] = UUIDPGetDatum(approval_id);
-			if (ExecSaved(&consume_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
-				SPI_processed != 1)
-				elog(ERROR, "locked approval could not be consumed");
+			ExecSavedOneRow(&consume_stmt, values, NULL, false, 1, SPI_OK_UPDATE_RETURNING,
+							"locked approval could not be consumed");
 			wait_seconds = DatumGetFloat8(GetResultDatum(0, 1, &isnull));
 
 			if (approve)
@@ -744,8 +729,8 @@ ExpireApprovalsIn(Datum buckets)
 		EventDetails details;
 
 		runkey[0] = PointerGetDatum(key);
-		if (ExecSaved(&lock_run_skip_stmt, runkey, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "run look-up failed");
+		ExecSavedExpect(&lock_run_skip_stmt, runkey, NULL, false, 1, SPI_OK_SELECT,
+						"run look-up failed");
 		if (SPI_processed != 1)
 			continue;			/* busy: the next call will see it */
 		if (strcmp(TextDatumGetCString(GetResultDatum(0, 1, &isnull)), "awaiting_human") != 0 ||
@@ -803,9 +788,7 @@ LockApproval(pg_uuid_t *approval_id, text **key, int64 *run_version, bool *open)
 	Datum		value = UUIDPGetDatum(approval_id);
 	bool		isnull;
 
-	if (ExecSaved(&lock_for_cancel_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock approval");
-	if (SPI_processed == 0)
+	if (!ExecSavedFind(&lock_for_cancel_stmt, value, "could not lock approval"))
 		return false;
 	*key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
 	*run_version = DatumGetInt64(GetResultDatum(0, 2, &isnull));
@@ -821,7 +804,6 @@ CancelLockedApproval(pg_uuid_t *approval_id, const char *actor)
 
 	values[0] = UUIDPGetDatum(approval_id);
 	values[1] = CStringGetTextDatum(actor);
-	if (ExecSaved(&cancel_approval_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not cancel approval");
+	ExecSavedOneRow(&cancel_approval_stmt, values, NULL, false, 0, SPI_OK_UPDATE,
+					"could not cancel approval");
 }

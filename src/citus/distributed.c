@@ -70,6 +70,27 @@ IdemgateIsDistributed(void)
 }
 
 /*
+ * CatalogHasRow runs sql, a read of the Citus catalog named catalog with no
+ * user values in it, in an SPI connection of its own; true when it found a
+ * row.
+ */
+static bool
+CatalogHasRow(const char *sql, const char *catalog)
+{
+	int			rc;
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute(sql, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s: %s", catalog, SPI_result_code_string(rc));
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+/*
  * CitusWorkerBeforeDistribute says whether this node is a Citus worker
  * (a group other than the coordinator's 0) whose idemgate is not
  * distributed yet: its tables are placeholders that distribute() is about
@@ -79,21 +100,11 @@ IdemgateIsDistributed(void)
 bool
 CitusWorkerBeforeDistribute(void)
 {
-	int			rc;
-	bool		worker;
-
 	if (IdemgateIsDistributed() ||
 		!OidIsValid(get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE)))
 		return false;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute("SELECT 1 FROM pg_catalog.pg_dist_local_group"
-					 " WHERE groupid OPERATOR(pg_catalog.>) 0", true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_dist_local_group: %s", SPI_result_code_string(rc));
-	worker = SPI_processed > 0;
-	SPI_finish();
-	return worker;
+	return CatalogHasRow("SELECT 1 FROM pg_catalog.pg_dist_local_group"
+						 " WHERE groupid OPERATOR(pg_catalog.>) 0", "pg_dist_local_group");
 }
 
 /*
@@ -106,24 +117,15 @@ IdemgateTableIsDistributed(const char *name)
 	Oid			nsp = get_namespace_oid("idemgate", true);	/* below statements.c */
 	Oid			rel = OidIsValid(nsp) ? get_relname_relid(name, nsp) : InvalidOid;
 	char		sql[160];
-	int			rc;
-	bool		yes;
 
 	if (!OidIsValid(rel) || !OidIsValid(get_relname_relid("pg_dist_partition",
 														  PG_CATALOG_NAMESPACE)))
 		return false;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
 	/* Catalog read, no user values: the relation oid is a number. */
 	snprintf(sql, sizeof(sql),
 			 "SELECT 1 FROM pg_catalog.pg_dist_partition "
 			 "WHERE logicalrelid OPERATOR(pg_catalog.=) %u", rel);
-	rc = SPI_execute(sql, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_dist_partition: %s", SPI_result_code_string(rc));
-	yes = SPI_processed > 0;
-	SPI_finish();
-	return yes;
+	return CatalogHasRow(sql, "pg_dist_partition");
 }
 
 /* KeyBucket returns the bucket of a run key. */

@@ -70,8 +70,8 @@ LocalGroupId(void)
 	int			group;
 
 	ConnectSPI();
-	if (ExecSaved(&local_group_stmt, NULL, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read pg_dist_local_group");
+	ExecSavedOneRow(&local_group_stmt, NULL, NULL, true, 1, SPI_OK_SELECT,
+					"could not read pg_dist_local_group");
 	group = DatumGetInt32(GetResultDatum(0, 1, &isnull));
 	SPI_finish();
 	return group;
@@ -103,8 +103,8 @@ ShardBucketSets(ShardScope scope)
 	}
 	ConnectSPI();
 	all = BoolGetDatum(scope == SHARDS_SCAN && LocalGroupId() == 0);
-	if (ExecSaved(&shards_stmt, &all, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the shards of idemgate.runs");
+	ExecSavedExpect(&shards_stmt, &all, NULL, true, 0, SPI_OK_SELECT,
+					"could not read the shards of idemgate.runs");
 	n = (int) SPI_processed;
 	ids = MemoryContextAlloc(caller, sizeof(int64) * (n + 1));
 	mins = MemoryContextAlloc(caller, sizeof(int32) * (n + 1));

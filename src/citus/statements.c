@@ -17,6 +17,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
+#include "utils/tuplestore.h"
 
 #include "catalog/pg_type.h"
 #include "utils/uuid.h"
@@ -455,6 +456,58 @@ Datum
 GetResultDatum(int row, int col, bool *isnull)
 {
 	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+/* ExecSavedExpect; see statements.h. */
+void
+ExecSavedExpect(SavedStatement *stmt, Datum *values, const char *nulls,
+				bool read_only, long count, int expected, const char *failure)
+{
+	if (ExecSaved(stmt, values, nulls, read_only, count) != expected)
+		elog(ERROR, "%s", failure);
+}
+
+/* ExecSavedOneRow; see statements.h. */
+void
+ExecSavedOneRow(SavedStatement *stmt, Datum *values, const char *nulls,
+				bool read_only, long count, int expected, const char *failure)
+{
+	if (ExecSaved(stmt, values, nulls, read_only, count) != expected ||
+		SPI_processed != 1)
+		elog(ERROR, "%s", failure);
+}
+
+/* ExecSavedFind; see statements.h. */
+bool
+ExecSavedFind(SavedStatement *stmt, Datum value, const char *failure)
+{
+	ExecSavedExpect(stmt, &value, NULL, false, 1, SPI_OK_SELECT, failure);
+	return SPI_processed > 0;
+}
+
+/* PutResultRows; see statements.h. */
+void
+PutResultRows(ReturnSetInfo *rsinfo, int ncols)
+{
+	Datum	   *row = palloc(sizeof(Datum) * ncols);
+	bool	   *nulls = palloc(sizeof(bool) * ncols);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		for (int c = 0; c < ncols; c++)
+			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
+	}
+}
+
+/* GetResultCString; see statements.h. */
+char *
+GetResultCString(int row, int col)
+{
+	bool		isnull;
+	Datum		d = GetResultDatum(row, col, &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
 }
 
 /* ResultColumnArray; see statements.h. */

@@ -57,6 +57,31 @@ extern int	ExecSavedLatest(SavedStatement *stmt, Datum *values, const char *null
  */
 extern Datum ResultColumnArray(int col, Oid elemtype);
 extern Datum GetResultDatum(int row, int col, bool *isnull);
+
+/* GetResultCString returns column col of row of the last result as a C string, NULL for NULL. */
+extern char *GetResultCString(int row, int col);
+
+/*
+ * ExecSavedExpect runs stmt like ExecSaved and raises failure (an elog
+ * ERROR) unless it returns expected; ExecSavedOneRow also unless it
+ * processed exactly one row.
+ */
+extern void ExecSavedExpect(SavedStatement *stmt, Datum *values, const char *nulls,
+							bool read_only, long count, int expected, const char *failure);
+extern void ExecSavedOneRow(SavedStatement *stmt, Datum *values, const char *nulls,
+							bool read_only, long count, int expected, const char *failure);
+
+/*
+ * PutResultRows puts the first ncols columns of every row of the last
+ * result into a materialised set-returning function's tuplestore.
+ */
+extern void PutResultRows(ReturnSetInfo *rsinfo, int ncols);
+
+/*
+ * ExecSavedFind runs stmt, a SELECT of at most one row with one parameter
+ * (value), raising failure when it fails; it tells whether a row came back.
+ */
+extern bool ExecSavedFind(SavedStatement *stmt, Datum value, const char *failure);
 extern void ConnectSPI(void);
 extern void SetTextParam(Datum *values, char *nulls, int i, const char *s);
 

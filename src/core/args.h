@@ -19,6 +19,15 @@
 #define IDEMGATE_TRUNCATED_MARKER " [truncated]"
 
 extern void RequireArg(FunctionCallInfo fcinfo, int argno, const char *name);
+
+/*
+ * REQUIRED_ARG returns argument argno of the calling SQL function, read
+ * with PG_GETARG_<getter> (UUID_P, INT64, BOOL, ...) once RequireArg has
+ * refused a NULL.
+ */
+#define REQUIRED_ARG(argno, name, getter) \
+	(RequireArg(fcinfo, (argno), (name)), PG_GETARG_##getter(argno))
+
 extern text *KeyArg(FunctionCallInfo fcinfo, int argno, const char *name);
 extern text *TextArg(FunctionCallInfo fcinfo, int argno, const char *name, int max_bytes);
 extern Interval *IntervalArg(FunctionCallInfo fcinfo, int argno, const char *name,

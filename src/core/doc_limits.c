@@ -15,6 +15,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "core/args.h"
 #include "core/doc_limits.h"
 
 #define DEFAULT_MAX_DOCUMENT_SIZE (1024 * 1024)
@@ -67,4 +68,13 @@ CheckDocumentArg(FunctionCallInfo fcinfo, int argno, const char *name)
 						name, size, IdemgateMaxDocumentSize),
 				 errhint("Keep large documents elsewhere and pass a reference, or have a superuser "
 						 "raise idemgate.max_document_size.")));
+}
+
+/* DocumentArg; see doc_limits.h. */
+Jsonb *
+DocumentArg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	RequireArg(fcinfo, argno, name);
+	CheckDocumentArg(fcinfo, argno, name);
+	return PG_GETARG_JSONB_P(argno);
 }

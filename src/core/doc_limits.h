@@ -11,6 +11,7 @@
 
 #include "postgres.h"
 #include "fmgr.h"
+#include "utils/jsonb.h"
 
 extern int	IdemgateMaxDocumentSize;
 
@@ -22,5 +23,8 @@ extern void DefineDocumentLimitSettings(void);
  * idemgate.max_document_size. Reads the size without detoasting.
  */
 extern void CheckDocumentArg(FunctionCallInfo fcinfo, int argno, const char *name);
+
+/* DocumentArg returns argument argno, not NULL and checked by CheckDocumentArg. */
+extern Jsonb *DocumentArg(FunctionCallInfo fcinfo, int argno, const char *name);
 
 #endif

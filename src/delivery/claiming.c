@@ -112,6 +112,22 @@ AddStarted(Claimed *it)
 }
 
 /*
+ * NewItem allocates an item of batch b for row of SPI_tuptable, whose
+ * column id_col is the effect's id.
+ */
+static Claimed *
+NewItem(ClaimBatch *b, uint64 row, int id_col)
+{
+	Claimed    *it = MemoryContextAllocZero(b->cxt, sizeof(Claimed));
+	bool		isnull;
+
+	it->batch = b;
+	memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(row, id_col, &isnull)),
+		   sizeof(pg_uuid_t));
+	return it;
+}
+
+/*
  * TakeClaimedRows turns the rows a claim statement just marked sending
  * (SPI_tuptable) into items of batch arg, appended to started[] (a
  * ClaimedRowsReader: on Citus it is called once per shard).
@@ -125,11 +141,9 @@ TakeClaimedRows(void *arg)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
-		Claimed	   *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
+		Claimed	   *it = NewItem(b, i, 1);
 		text	   *body;
 
-		it->batch = b;
-		memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(i, 1, &isnull)), sizeof(pg_uuid_t));
 		it->attempt = DatumGetInt32(GetResultDatum(i, 2, &isnull));
 		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
 		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
@@ -238,26 +252,42 @@ DeadLetterHeldTooLong(void)
 	}
 }
 
+/*
+ * StartBatch makes the batch a claim's items are allocated in (bcxt, a
+ * memory context of its own) under a lease owner naming this dispatcher
+ * and life, and makes it the one being claimed.
+ */
+static ClaimBatch *
+StartBatch(MemoryContext bcxt)
+{
+	ClaimBatch *b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
+
+	b->cxt = bcxt;
+	dispatch.claiming = b;
+	DispatcherLeaseOwner(&b->owner);	/* names this dispatcher and life */
+	return b;
+}
+
+/* EndBatch ends the claim of batch b; a batch that took nothing is freed. */
+static void
+EndBatch(ClaimBatch *b)
+{
+	dispatch.claiming = NULL;
+	if (b->remaining == 0)
+		MemoryContextDelete(b->cxt);
+}
+
 /* ClaimEffects claims up to limit effects; the items go to started[]. */
 void
 ClaimEffects(int limit)
 {
-	ClaimBatch *b;
-	MemoryContext bcxt;
-
-	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate claim batch",
-								 ALLOCSET_SMALL_SIZES);
-	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
-	b->cxt = bcxt;
-	dispatch.claiming = b;
-	DispatcherLeaseOwner(&b->owner);	/* names this dispatcher and life */
+	ClaimBatch *b = StartBatch(AllocSetContextCreate(TopMemoryContext, "idemgate claim batch",
+													 ALLOCSET_SMALL_SIZES));
 
 	ClaimDueForDispatch(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
 						TakeClaimedRows, b);
 	ClaimProbes(limit - dispatch.n_started, b);
-	dispatch.claiming = NULL;
-	if (b->remaining == 0)
-		MemoryContextDelete(bcxt);
+	EndBatch(b);
 	pg_atomic_fetch_add_u64(&dispatch.shared->claimed, dispatch.n_started);
 }
 
@@ -275,17 +305,12 @@ TakeLookupRows(void *arg)
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
-		Claimed    *it = MemoryContextAllocZero(bcxt, sizeof(Claimed));
-		Datum		d;
+		Claimed    *it = NewItem(b, i, LOOKUP_COL_EFFECT_ID);
 		char	   *provider_id;
 		char	   *url;
 
-		it->batch = b;
 		it->lookup = true;
-		memcpy(&it->effect_id, DatumGetUUIDP(GetResultDatum(i, LOOKUP_COL_EFFECT_ID, &isnull)),
-			   sizeof(pg_uuid_t));
-		d = GetResultDatum(i, LOOKUP_COL_PROVIDER_ID, &isnull);
-		provider_id = isnull ? NULL : TextDatumGetCString(d);
+		provider_id = GetResultCString(i, LOOKUP_COL_PROVIDER_ID);
 		url = StatusUrlFor(TextDatumGetCString(GetResultDatum(i, LOOKUP_COL_STATUS_URL, &isnull)),
 						   UuidText(&it->effect_id), provider_id);
 		if (url == NULL)		/* the claim asked for a provider id: not reached */
@@ -310,18 +335,10 @@ TakeLookupRows(void *arg)
 void
 ClaimLookups(int limit)
 {
-	ClaimBatch *b;
-	MemoryContext bcxt;
+	ClaimBatch *b = StartBatch(AllocSetContextCreate(TopMemoryContext, "idemgate look-up batch",
+													 ALLOCSET_SMALL_SIZES));
 
-	bcxt = AllocSetContextCreate(TopMemoryContext, "idemgate look-up batch",
-								 ALLOCSET_SMALL_SIZES);
-	b = MemoryContextAllocZero(bcxt, sizeof(ClaimBatch));
-	b->cxt = bcxt;
-	dispatch.claiming = b;
-	DispatcherLeaseOwner(&b->owner);
 	ClaimUnknownForLookup(limit, &b->owner, UsecsToInterval(LEASE_MARGIN_SECS * USECS_PER_SEC),
 						  TakeLookupRows, b);
-	dispatch.claiming = NULL;
-	if (b->remaining == 0)
-		MemoryContextDelete(bcxt);
+	EndBatch(b);
 }

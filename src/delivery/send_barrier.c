@@ -386,8 +386,8 @@ SendBarrierRefresh(void)
 		if (enabled && OidIsValid(get_relname_relid("paused_effect_types",
 													get_namespace_oid("idemgate", true))))
 		{
-			if (ExecSaved(&paused_types_stmt, NULL, NULL, false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "could not read idemgate.paused_effect_types");
+			ExecSavedExpect(&paused_types_stmt, NULL, NULL, false, 0, SPI_OK_SELECT,
+							"could not read idemgate.paused_effect_types");
 			npaused = (int) SPI_processed;
 			paused = MemoryContextAllocZero(TopMemoryContext, sizeof(char *) * Max(npaused, 1));
 			for (int i = 0; i < npaused; i++)

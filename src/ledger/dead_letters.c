@@ -86,9 +86,8 @@ RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
 	SetTextParam(values, nulls, 6, error);
 	values[7] = Int32GetDatum(attempts);
 
-	if (ExecSaved(&insert_dead_letter, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not record dead letter");
+	ExecSavedOneRow(&insert_dead_letter, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,
+					"could not record dead letter");
 	id = DatumGetInt64(GetResultDatum(0, 1, &isnull));
 
 	DetailsInit(&details);
@@ -100,16 +99,22 @@ RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
 	return id;
 }
 
-/* SetDeadLetterTarget keeps an effect letter's target beside its payload. */
-void
-SetDeadLetterTarget(int64 id, const char *target)
+/* UpdateLetter runs stmt, an UPDATE of letter id ($1) with text ($2). */
+static void
+UpdateLetter(SavedStatement *stmt, int64 id, const char *text, const char *failure)
 {
 	Datum		values[2];
 
 	values[0] = Int64GetDatum(id);
-	values[1] = CStringGetTextDatum(target);
-	if (ExecSaved(&target_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not record dead letter target");
+	values[1] = CStringGetTextDatum(text);
+	ExecSavedExpect(stmt, values, NULL, false, 0, SPI_OK_UPDATE, failure);
+}
+
+/* SetDeadLetterTarget keeps an effect letter's target beside its payload. */
+void
+SetDeadLetterTarget(int64 id, const char *target)
+{
+	UpdateLetter(&target_stmt, id, target, "could not record dead letter target");
 }
 
 /*
@@ -123,9 +128,7 @@ LockDeadLetter(int64 id, DeadLetterRef *letter)
 	bool		isnull;
 	Datum		d;
 
-	if (ExecSaved(&lock_letter_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock dead letter");
-	if (SPI_processed == 0)
+	if (!ExecSavedFind(&lock_letter_stmt, value, "could not lock dead letter"))
 		return false;
 	letter->kind = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
 	letter->key = DatumGetTextPCopy(GetResultDatum(0, 2, &isnull));
@@ -137,8 +140,7 @@ LockDeadLetter(int64 id, DeadLetterRef *letter)
 		memcpy(letter->effect_id, DatumGetUUIDP(d), sizeof(pg_uuid_t));
 	}
 	letter->reinjected = DatumGetBool(GetResultDatum(0, 4, &isnull));
-	d = GetResultDatum(0, 5, &isnull);
-	letter->error_class = isnull ? NULL : TextDatumGetCString(d);
+	letter->error_class = GetResultCString(0, 5);
 	return true;
 }
 
@@ -146,12 +148,7 @@ LockDeadLetter(int64 id, DeadLetterRef *letter)
 void
 MarkDeadLetterReinjected(int64 id, const char *actor)
 {
-	Datum		values[2];
-
-	values[0] = Int64GetDatum(id);
-	values[1] = CStringGetTextDatum(actor);
-	if (ExecSaved(&mark_letter_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not mark dead letter reinjected");
+	UpdateLetter(&mark_letter_stmt, id, actor, "could not mark dead letter reinjected");
 }
 
 /*
@@ -171,8 +168,8 @@ LockOpenDeadLetters(text *effect_type, Datum since, bool since_null, int *n)
 	nulls[0] = effect_type ? ' ' : 'n';
 	values[1] = since_null ? (Datum) 0 : since;
 	nulls[1] = since_null ? 'n' : ' ';
-	if (ExecSaved(&open_letters_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list open dead letters");
+	ExecSavedExpect(&open_letters_stmt, values, nulls, false, 0, SPI_OK_SELECT,
+					"could not list open dead letters");
 	*n = (int) SPI_processed;
 	ids = palloc(sizeof(int64) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)

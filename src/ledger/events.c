@@ -146,6 +146,6 @@ RecordDuplicateEvent(text *key, const char *actor, Datum workflow, bool workflow
 	dup[4] = Int64GetDatum(version);
 	dup[5] = PointerGetDatum(origin);
 	dupnulls[5] = origin ? ' ' : 'n';
-	if (ExecSaved(&duplicate_event_stmt, dup, dupnulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record duplicate claim");
+	ExecSavedExpect(&duplicate_event_stmt, dup, dupnulls, false, 0, SPI_OK_INSERT,
+					"could not record duplicate claim");
 }

@@ -40,8 +40,8 @@ PayloadHmacHex(bytea *payload_hash)
 
 	if (!OidIsValid(IdemgateRelid("installation_secret")))
 		return NULL;
-	if (ExecSaved(&hmac_stmt, &value, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not compute a payload HMAC");
+	ExecSavedOneRow(&hmac_stmt, &value, NULL, false, 1, SPI_OK_SELECT,
+					"could not compute a payload HMAC");
 	d = GetResultDatum(0, 1, &isnull);
 	return isnull ? NULL : TextDatumGetCString(d);
 }

@@ -76,16 +76,10 @@ idemgate_record_validation(PG_FUNCTION_ARGS)
 	Datum		row[3] = {0, 0, 0};
 	bool		rownulls[3] = {true, true, true};
 
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
-	RequireArg(fcinfo, 3, "output");
-	CheckDocumentArg(fcinfo, 3, "output");
-	output = PG_GETARG_JSONB_P(3);
-	RequireArg(fcinfo, 4, "schema");
-	CheckDocumentArg(fcinfo, 4, "schema");
-	schema = PG_GETARG_JSONB_P(4);
+	owner = REQUIRED_ARG(1, "owner", UUID_P);
+	version = REQUIRED_ARG(2, "version", INT64);
+	output = DocumentArg(fcinfo, 3, "output");
+	schema = DocumentArg(fcinfo, 4, "schema");
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;

@@ -67,10 +67,8 @@ idemgate_cas_transition(PG_FUNCTION_ARGS)
 	OwnedRun	run;
 	int64		new_version;
 
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
+	owner = REQUIRED_ARG(1, "owner", UUID_P);
+	version = REQUIRED_ARG(2, "version", INT64);
 	new_state = StateArg(fcinfo, 3, "new_state");
 	CheckDocumentArg(fcinfo, 4, "result");
 	result = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
@@ -144,15 +142,12 @@ idemgate_fail(PG_FUNCTION_ARGS)
 	EventDetails result;
 	EventDetails info;
 
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
+	owner = REQUIRED_ARG(1, "owner", UUID_P);
+	version = REQUIRED_ARG(2, "version", INT64);
 	error_class = text_to_cstring(TextArg(fcinfo, 3, "error_class",
 										  IDEMGATE_MAX_ERROR_CLASS_BYTES));
 	error = PG_ARGISNULL(4) ? NULL : ClipErrorText(text_to_cstring(PG_GETARG_TEXT_PP(4)));
-	RequireArg(fcinfo, 5, "retryable");
-	retryable = PG_GETARG_BOOL(5);
+	retryable = REQUIRED_ARG(5, "retryable", BOOL);
 
 	ConnectSPI();
 	LockOwnedRun(key, owner, version, &run);
@@ -220,9 +215,7 @@ idemgate_supersede(PG_FUNCTION_ARGS)
 	char	   *successor;
 	ClaimResult res = {0};
 
-	RequireArg(fcinfo, 2, "payload");
-	CheckDocumentArg(fcinfo, 2, "payload");
-	payload = PG_GETARG_JSONB_P(2);
+	payload = DocumentArg(fcinfo, 2, "payload");
 	operator_name = text_to_cstring(TextArg(fcinfo, 3, "operator", IDEMGATE_MAX_NAME_BYTES));
 	reason = text_to_cstring(TextArg(fcinfo, 4, "reason", IDEMGATE_MAX_REASON_BYTES));
 	lease = LeaseArg(fcinfo, 5, "lease");

@@ -394,8 +394,8 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	{
 		bool		isnull;
 
-		if (ExecSaved(ClaimStatement(), values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
-			elog(ERROR, "claim statement failed");
+		ExecSavedExpect(ClaimStatement(), values, nulls, false, 0, SPI_OK_INSERT_RETURNING,
+						"claim statement failed");
 		if (SPI_processed == 1)
 		{
 			int64		version = DatumGetInt64(GetResultDatum(0, 4, &isnull));
@@ -418,8 +418,8 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 			return;
 		}
 
-		if (ExecSaved(&existing_run_stmt, lookup, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "run look-up failed");
+		ExecSavedExpect(&existing_run_stmt, lookup, NULL, false, 1, SPI_OK_SELECT,
+						"run look-up failed");
 		if (SPI_processed == 0)
 			continue;
 
@@ -477,8 +477,7 @@ idemgate_claim_lease(PG_FUNCTION_ARGS)
 				 errmsg("argument \"payload_hash\" must be a 32-byte SHA-256 digest, not %d bytes",
 						(int) VARSIZE_ANY_EXHDR(hash)),
 				 errhint("Compute it with idemgate.hash_payload(payload).")));
-	RequireArg(fcinfo, 2, "owner");
-	owner = PG_GETARG_UUID_P(2);
+	owner = REQUIRED_ARG(2, "owner", UUID_P);
 	lease = LeaseArg(fcinfo, 3, "lease");
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -489,8 +488,8 @@ idemgate_claim_lease(PG_FUNCTION_ARGS)
 	values[2] = PointerGetDatum(hash);
 	values[4] = UUIDPGetDatum(owner);
 	values[5] = IntervalPGetDatum(lease);
-	if (ExecSaved(ClaimStatement(), values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "claim statement failed");
+	ExecSavedExpect(ClaimStatement(), values, nulls, false, 0, SPI_OK_INSERT_RETURNING,
+					"claim statement failed");
 	if (SPI_processed == 1)
 	{
 		Datum		row[3];

@@ -248,8 +248,7 @@ LockOwnedRun(text *key, pg_uuid_t *owner, int64 version, OwnedRun *run)
 	run->failures = DatumGetInt32(GetResultDatum(0, 3, &isnull));
 	d = GetResultDatum(0, 4, &isnull);
 	run->payload = isnull ? NULL : DatumGetJsonbP(d);
-	d = GetResultDatum(0, 5, &isnull);
-	run->workflow = isnull ? NULL : TextDatumGetCString(d);
+	run->workflow = GetResultCString(0, 5);
 	d = GetResultDatum(0, 6, &isnull);
 	run->owned = !isnull && DatumGetBool(d);
 	if (SPI_tuptable->tupdesc->natts >= 7)
@@ -435,9 +434,8 @@ CountValidation(text *key)
 	Datum		value = PointerGetDatum(key);
 	bool		isnull;
 
-	if (ExecSaved(&count_validation_stmt, &value, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not count validation");
+	ExecSavedOneRow(&count_validation_stmt, &value, NULL, false, 1, SPI_OK_UPDATE_RETURNING,
+					"could not count validation");
 	return DatumGetInt32(GetResultDatum(0, 1, &isnull));
 }
 
@@ -454,9 +452,8 @@ RecordValidationVerdict(text *key, bool valid, int32 *invalid_outputs)
 
 	values[0] = PointerGetDatum(key);
 	values[1] = BoolGetDatum(valid);
-	if (ExecSaved(&verdict_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not record validation");
+	ExecSavedOneRow(&verdict_stmt, values, NULL, false, 1, SPI_OK_UPDATE_RETURNING,
+					"could not record validation");
 	*invalid_outputs = DatumGetInt32(GetResultDatum(0, 2, &isnull));
 	return DatumGetInt32(GetResultDatum(0, 1, &isnull));
 }
@@ -518,8 +515,8 @@ InsertApprovedRun(text *key, bytea *payload_hash)
 
 	values[0] = PointerGetDatum(key);
 	values[1] = PointerGetDatum(payload_hash);
-	if (ExecSaved(&insert_approved_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not insert run");
+	ExecSavedExpect(&insert_approved_stmt, values, NULL, false, 0, SPI_OK_INSERT,
+					"could not insert run");
 	return SPI_processed == 1;
 }
 
@@ -541,8 +538,8 @@ RenewRunLease(text *key, Datum owner, Datum version, Interval *extend_by, bool *
 	values[3] = IntervalPGetDatum(extend_by);
 	values[4] = IntervalPGetDatum(UsecsToInterval((int64) IdemgateMaxLeaseLifeSecs *
 												  USECS_PER_SEC));
-	if (ExecSaved(&renew_stmt, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "renew statement failed");
+	ExecSavedExpect(&renew_stmt, values, NULL, false, 1, SPI_OK_UPDATE_RETURNING,
+					"renew statement failed");
 	*renewed = SPI_processed > 0;
 	return *renewed ? DatumGetTimestampTz(GetResultDatum(0, 1, &isnull)) : 0;
 }
@@ -559,9 +556,7 @@ LockRunToSupersede(text *key, char **state, text **workflow)
 	bool		isnull;
 	Datum		d;
 
-	if (ExecSaved(&lock_original_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "run look-up failed");
-	if (SPI_processed == 0)
+	if (!ExecSavedFind(&lock_original_stmt, value, "run look-up failed"))
 		return false;
 	*state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
 	d = GetResultDatum(0, 2, &isnull);

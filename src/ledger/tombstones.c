@@ -256,8 +256,8 @@ idemgate_purge_tombstones(PG_FUNCTION_ARGS)
 							 "Pass how long tombstones are kept, e.g. interval '400 days' (see "
 							 "idemgate.tombstone_retention).");
 	ConnectSPI();
-	if (ExecSaved(&purge_stmt, (Datum *) &older_than, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not purge tombstones");
+	ExecSavedExpect(&purge_stmt, (Datum *) &older_than, NULL, false, 0, SPI_OK_DELETE,
+					"could not purge tombstones");
 	n = (int64) SPI_processed;
 	DetailsInit(&details);
 	DetailsText(&details, "older_than",

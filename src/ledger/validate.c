@@ -117,6 +117,22 @@ AddError(ValidateState *st, const char *fmt,...)
 	st->nerrors++;
 }
 
+/*
+ * CheckCount adds an error when a value (what: "string") has fewer than
+ * min or more than max of its units (unit: "character"); a bound below 0
+ * is none.
+ */
+static void
+CheckCount(ValidateState *st, const char *what, const char *unit, int n, int min, int max)
+{
+	const char *plural = n == 1 ? "" : "s";
+
+	if (min >= 0 && n < min)
+		AddError(st, "%s has %d %s%s, fewer than the minimum of %d", what, n, unit, plural, min);
+	if (max >= 0 && n > max)
+		AddError(st, "%s has %d %s%s, more than the maximum of %d", what, n, unit, plural, max);
+}
+
 /* TypeMatches tells whether value is one of the VT_* types in mask. */
 static bool
 TypeMatches(uint32 mask, const JsonbValue *v)
@@ -195,12 +211,7 @@ ValidateString(ValidateState *st, SchemaNode *schema, const JsonbValue *v)
 	{
 		int			nchars = pg_mbstrlen_with_len(str, len);
 
-		if (schema->minLength >= 0 && nchars < schema->minLength)
-			AddError(st, "string has %d character%s, fewer than the minimum of %d",
-					 nchars, nchars == 1 ? "" : "s", schema->minLength);
-		if (schema->maxLength >= 0 && nchars > schema->maxLength)
-			AddError(st, "string has %d character%s, more than the maximum of %d",
-					 nchars, nchars == 1 ? "" : "s", schema->maxLength);
+		CheckCount(st, "string", "character", nchars, schema->minLength, schema->maxLength);
 	}
 
 	if (schema->pattern != NULL &&
@@ -281,12 +292,7 @@ ValidateArray(ValidateState *st, SchemaNode *schema, JsonbContainer *arr)
 {
 	int			nitems = JsonContainerSize(arr);
 
-	if (schema->minItems >= 0 && nitems < schema->minItems)
-		AddError(st, "array has %d item%s, fewer than the minimum of %d",
-				 nitems, nitems == 1 ? "" : "s", schema->minItems);
-	if (schema->maxItems >= 0 && nitems > schema->maxItems)
-		AddError(st, "array has %d item%s, more than the maximum of %d",
-				 nitems, nitems == 1 ? "" : "s", schema->maxItems);
+	CheckCount(st, "array", "item", nitems, schema->minItems, schema->maxItems);
 
 	if (schema->items != NULL)
 	{

@@ -191,8 +191,7 @@ idemgate_watch_workflow(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	values[0] = PointerGetDatum(name);
 	values[1] = IntervalPGetDatum(expected);
-	if (ExecSaved(&watch_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not watch workflow");
+	ExecSavedExpect(&watch_stmt, values, NULL, false, 0, SPI_OK_INSERT, "could not watch workflow");
 
 	DetailsInit(&details);
 	DetailsText(&details, "workflow", text_to_cstring(name));
@@ -213,8 +212,8 @@ idemgate_unwatch_workflow(PG_FUNCTION_ARGS)
 
 	ConnectSPI();
 	values[0] = PointerGetDatum(name);
-	if (ExecSaved(&unwatch_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not unwatch workflow");
+	ExecSavedExpect(&unwatch_stmt, values, NULL, false, 0, SPI_OK_DELETE,
+					"could not unwatch workflow");
 	found = SPI_processed > 0;
 	if (found)
 	{
@@ -244,18 +243,18 @@ idemgate_publish_alerts(PG_FUNCTION_ARGS)
 	{
 		bool		isnull;
 
-		if (ExecSaved(&changed_stmt, NULL, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "could not compare the alerts with idemgate.alert_state");
+		ExecSavedOneRow(&changed_stmt, NULL, NULL, true, 1, SPI_OK_SELECT,
+						"could not compare the alerts with idemgate.alert_state");
 		if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
 		{
 			SPI_finish();
 			PG_RETURN_INT32(0);
 		}
 	}
-	if (ExecSaved(&lock_state_stmt, NULL, NULL, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not lock idemgate.alert_state");
-	if (ExecSaved(PublishStatement(), &details, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not compare alerts");
+	ExecSavedExpect(&lock_state_stmt, NULL, NULL, false, 0, SPI_OK_UTILITY,
+					"could not lock idemgate.alert_state");
+	ExecSavedExpect(PublishStatement(), &details, NULL, false, 0, SPI_OK_SELECT,
+					"could not compare alerts");
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
 	{

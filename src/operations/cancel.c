@@ -66,6 +66,32 @@ UuidString(pg_uuid_t *id)
 }
 
 /*
+ * FinishCancel cancels a locked effect, records its effect_cancelled event
+ * (with in_window_until when until_text is not NULL) and completes its run
+ * when that was the run's last open effect; it returns the "cancelled"
+ * answer.
+ */
+static Datum
+FinishCancel(pg_uuid_t *effect_id, LockedEffect *effect, const char *reason,
+			 const char *until_text, const char *actor)
+{
+	EventDetails details;
+
+	CancelLockedEffect(effect_id);
+
+	DetailsInit(&details);
+	DetailsText(&details, "effect_type", effect->effect_type);
+	DetailsText(&details, "previous_state", effect->state);
+	DetailsText(&details, "reason", reason);
+	if (until_text != NULL)
+		DetailsText(&details, "in_window_until", until_text);
+	RecordEvent(effect->key, effect_id, "effect_cancelled", actor, DetailsFinish(&details));
+	CompleteRunIfDone(effect->key);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text("cancelled"));
+}
+
+/*
  * idemgate_cancel_effect implements cancel_effect(effect_id, actor, reason):
  * pending or unknown → cancelled; returns the new state.
  */
@@ -77,10 +103,8 @@ idemgate_cancel_effect(PG_FUNCTION_ARGS)
 	char	   *reason;
 	LockedEffect effect;
 	char	   *state;
-	EventDetails details;
 
-	RequireArg(fcinfo, 0, "effect_id");
-	effect_id = PG_GETARG_UUID_P(0);
+	effect_id = REQUIRED_ARG(0, "effect_id", UUID_P);
 	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES));
 	reason = text_to_cstring(TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES));
 
@@ -101,16 +125,7 @@ idemgate_cancel_effect(PG_FUNCTION_ARGS)
 				 strcmp(state, "failed") == 0 ?
 				 errhint("A failed effect is already stopped; its dead letter can stay "
 						 "or be purged.") : 0));
-	CancelLockedEffect(effect_id);
-
-	DetailsInit(&details);
-	DetailsText(&details, "effect_type", effect.effect_type);
-	DetailsText(&details, "previous_state", state);
-	DetailsText(&details, "reason", reason);
-	RecordEvent(effect.key, effect_id, "effect_cancelled", actor, DetailsFinish(&details));
-	CompleteRunIfDone(effect.key);
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text("cancelled"));
+	return FinishCancel(effect_id, &effect, reason, NULL, actor);
 }
 
 /*
@@ -129,10 +144,8 @@ idemgate_cancel_in_window(PG_FUNCTION_ARGS)
 	bool		window_open;
 	TimestampTz cancel_until;
 	char	   *until_text;
-	EventDetails details;
 
-	RequireArg(fcinfo, 0, "effect_id");
-	effect_id = PG_GETARG_UUID_P(0);
+	effect_id = REQUIRED_ARG(0, "effect_id", UUID_P);
 	approver = text_to_cstring(TextArg(fcinfo, 1, "approver", MAX_ACTOR_BYTES));
 	if (!PG_ARGISNULL(2))
 		reason = text_to_cstring(TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES));
@@ -158,17 +171,7 @@ idemgate_cancel_in_window(PG_FUNCTION_ARGS)
 				 errdetail("The window ended at %s.", until_text),
 				 strcmp(effect.state, "pending") == 0 || strcmp(effect.state, "unknown") == 0 ?
 				 errhint("An operator may still cancel it with idemgate.cancel_effect().") : 0));
-	CancelLockedEffect(effect_id);
-
-	DetailsInit(&details);
-	DetailsText(&details, "effect_type", effect.effect_type);
-	DetailsText(&details, "previous_state", effect.state);
-	DetailsText(&details, "reason", reason);
-	DetailsText(&details, "in_window_until", until_text);
-	RecordEvent(effect.key, effect_id, "effect_cancelled", approver, DetailsFinish(&details));
-	CompleteRunIfDone(effect.key);
-	SPI_finish();
-	PG_RETURN_TEXT_P(cstring_to_text("cancelled"));
+	return FinishCancel(effect_id, &effect, reason, until_text, approver);
 }
 
 /*
@@ -188,8 +191,7 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	EventDetails details;
 	const char *outcome = "invalid";
 
-	RequireArg(fcinfo, 0, "approval_id");
-	approval_id = PG_GETARG_UUID_P(0);
+	approval_id = REQUIRED_ARG(0, "approval_id", UUID_P);
 	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES));
 	reason = text_to_cstring(TextArg(fcinfo, 2, "reason", MAX_REASON_BYTES));
 

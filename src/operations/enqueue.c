@@ -164,13 +164,9 @@ idemgate_enqueue_effect(PG_FUNCTION_ARGS)
 	Datum		row[ENQUEUE_COLUMNS] = {0, 0, 0};
 	bool		rownulls[ENQUEUE_COLUMNS] = {true, true, true};
 
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
-	RequireArg(fcinfo, 2, "version");
-	version = PG_GETARG_INT64(2);
-	RequireArg(fcinfo, 3, "effects");
-	CheckDocumentArg(fcinfo, 3, "effects");
-	effects = PG_GETARG_JSONB_P(3);
+	owner = REQUIRED_ARG(1, "owner", UUID_P);
+	version = REQUIRED_ARG(2, "version", INT64);
+	effects = DocumentArg(fcinfo, 3, "effects");
 	n = ParseEffects(effects, "effects", &parsed);	/* checked before anything is locked */
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);

@@ -433,15 +433,7 @@ idemgate_run_metrics(PG_FUNCTION_ARGS)
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
 	RunRunMetrics(since);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		row[RUN_METRIC_COLUMNS];
-		bool		nulls[RUN_METRIC_COLUMNS];
-
-		for (int c = 0; c < RUN_METRIC_COLUMNS; c++)
-			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-	}
+	PutResultRows(rsinfo, RUN_METRIC_COLUMNS);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -458,17 +450,9 @@ idemgate_effect_type_metrics(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	if (ExecSaved(&type_metrics_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "effect type metrics statement failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		row[TYPE_METRIC_COLUMNS];
-		bool		nulls[TYPE_METRIC_COLUMNS];
-
-		for (int c = 0; c < TYPE_METRIC_COLUMNS; c++)
-			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-	}
+	ExecSavedExpect(&type_metrics_stmt, NULL, NULL, true, 0, SPI_OK_SELECT,
+					"effect type metrics statement failed");
+	PutResultRows(rsinfo, TYPE_METRIC_COLUMNS);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -485,17 +469,9 @@ idemgate_alerts_firing(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ConnectSPI();
-	if (ExecSaved(AlertsStatement(), NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "alerts statement failed");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		row[4];
-		bool		nulls[4];
-
-		for (int c = 0; c < 4; c++)
-			row[c] = GetResultDatum(i, c + 1, &nulls[c]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-	}
+	ExecSavedExpect(AlertsStatement(), NULL, NULL, true, 0, SPI_OK_SELECT,
+					"alerts statement failed");
+	PutResultRows(rsinfo, 4);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -560,8 +536,8 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 	bool		isnull;
 	double		running;
 
-	if (ExecSaved(&type_metrics_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "effect type metrics statement failed");
+	ExecSavedExpect(&type_metrics_stmt, NULL, NULL, true, 0, SPI_OK_SELECT,
+					"effect type metrics statement failed");
 	types = SPI_tuptable;
 	ntypes = SPI_processed;
 	old = MemoryContextSwitchTo(outcxt);
@@ -595,8 +571,8 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 	}
 	MemoryContextSwitchTo(old);
 
-	if (ExecSaved(&dispatchers_stmt, NULL, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "dispatcher count failed");
+	ExecSavedOneRow(&dispatchers_stmt, NULL, NULL, true, 1, SPI_OK_SELECT,
+					"dispatcher count failed");
 	running = (double) DatumGetInt64(GetResultDatum(0, 1, &isnull));
 	old = MemoryContextSwitchTo(outcxt);
 	AppendMetric(buf, "idemgate_dispatchers_running",
@@ -604,8 +580,8 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 				 false, running);
 	MemoryContextSwitchTo(old);
 
-	if (ExecSaved(AlertsStatement(), NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "alerts statement failed");
+	ExecSavedExpect(AlertsStatement(), NULL, NULL, true, 0, SPI_OK_SELECT,
+					"alerts statement failed");
 	old = MemoryContextSwitchTo(outcxt);
 	appendStringInfoString(buf,
 						   "# HELP idemgate_alerts_firing Alerts of the idemgate.alerts view "
@@ -671,8 +647,8 @@ AppendReviewMetrics(StringInfo buf, MemoryContext outcxt)
 
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("effect_type_policies", nsp)))
 		return;
-	if (ExecSaved(&reviews_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "review count statement failed");
+	ExecSavedExpect(&reviews_stmt, NULL, NULL, true, 0, SPI_OK_SELECT,
+					"review count statement failed");
 	old = MemoryContextSwitchTo(outcxt);
 	appendStringInfoString(buf,
 						   "# HELP idemgate_reviews_requested_total enqueue_effect calls turned "

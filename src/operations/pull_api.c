@@ -126,10 +126,8 @@ idemgate_complete_effect(PG_FUNCTION_ARGS)
 	int			status;
 	bool		done;
 
-	RequireArg(fcinfo, 0, "effect_id");
-	effect_id = PG_GETARG_UUID_P(0);
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
+	effect_id = REQUIRED_ARG(0, "effect_id", UUID_P);
+	owner = REQUIRED_ARG(1, "owner", UUID_P);
 	if (!PG_ARGISNULL(2))
 		provider_id = text_to_cstring(TextArg(fcinfo, 2, "provider_id",
 											  IDEMGATE_MAX_PROVIDER_ID_BYTES));
@@ -158,10 +156,8 @@ idemgate_fail_effect(PG_FUNCTION_ARGS)
 	int			status;
 	const char *new_state;
 
-	RequireArg(fcinfo, 0, "effect_id");
-	effect_id = PG_GETARG_UUID_P(0);
-	RequireArg(fcinfo, 1, "owner");
-	owner = PG_GETARG_UUID_P(1);
+	effect_id = REQUIRED_ARG(0, "effect_id", UUID_P);
+	owner = REQUIRED_ARG(1, "owner", UUID_P);
 	RequireArg(fcinfo, 2, "error_class");
 	error_class = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	if (!IsErrorClass(error_class))

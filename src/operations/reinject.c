@@ -221,8 +221,7 @@ idemgate_reinject(PG_FUNCTION_ARGS)
 	Jsonb	   *payload = NULL;
 	ReinjectOutcome outcome;
 
-	RequireArg(fcinfo, 0, "id");
-	id = PG_GETARG_INT64(0);
+	id = REQUIRED_ARG(0, "id", INT64);
 	actor = text_to_cstring(TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES));
 	/* 1.3: a corrected payload (absent from an older schema's signature). */
 	if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
@@ -292,10 +291,8 @@ idemgate_resolve_effect(PG_FUNCTION_ARGS)
 	const char *new_state;
 	EventDetails details;
 
-	RequireArg(fcinfo, 0, "effect_id");
-	effect_id = PG_GETARG_UUID_P(0);
-	RequireArg(fcinfo, 1, "delivered");
-	delivered = PG_GETARG_BOOL(1);
+	effect_id = REQUIRED_ARG(0, "effect_id", UUID_P);
+	delivered = REQUIRED_ARG(1, "delivered", BOOL);
 	actor = text_to_cstring(TextArg(fcinfo, 2, "actor", IDEMGATE_MAX_NAME_BYTES));
 	if (!PG_ARGISNULL(3))
 		provider_id = text_to_cstring(TextArg(fcinfo, 3, "provider_id",

@@ -60,7 +60,6 @@
 #include "outbox/outbox.h"
 #include "operations/rerun.h"
 #include "ledger/runs.h"
-#include "policy/secrets.h"
 #include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_register_rerun);
@@ -98,9 +97,7 @@ RequestRerun(int64 dead_letter_id, text *key, const char *workflow, Jsonb *paylo
 		return false;
 	type = RerunType(workflow);
 	value = CStringGetTextDatum(type);
-	if (ExecSaved(&rerun_endpoint_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the re-run endpoint");
-	if (SPI_processed == 0)
+	if (!ExecSavedFind(&rerun_endpoint_stmt, value, "could not look up the re-run endpoint"))
 		return false;
 
 	carrier = cstring_to_text(psprintf("%s" INT64_FORMAT, IDEMGATE_RERUN_TYPE_PREFIX,
@@ -142,7 +139,6 @@ idemgate_register_rerun(PG_FUNCTION_ARGS)
 	text	   *workflow = TextArg(fcinfo, 0, "workflow", IDEMGATE_MAX_RERUN_WORKFLOW_BYTES);
 	text	   *url = TextArg(fcinfo, 1, "url", IDEMGATE_MAX_URL_BYTES);
 	char	   *url_str = text_to_cstring(url);
-	char	   *why;
 	Jsonb	   *headers;
 	Jsonb	   *header_names;
 	Interval   *timeout;
@@ -150,16 +146,8 @@ idemgate_register_rerun(PG_FUNCTION_ARGS)
 	bool		created;
 	EventDetails details;
 
-	if (!EndpointUrlAllowed(url_str, &why))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"url\" is not allowed: %s", why),
-				 errhint("Use an https:// URL to a public host, or add the host to "
-						 "idemgate.allowed_http_hosts for plain http or a non-public address.")));
-	RequireArg(fcinfo, 2, "headers");
-	headers = PG_GETARG_JSONB_P(2);
-	header_names = CheckEndpointHeaders(headers);
-	CheckSecretReferences(headers);	/* ${secret:NAME} the file has (src/policy/secrets.c) */
+	RequireEndpointUrl(url_str);
+	headers = HeadersArg(fcinfo, 2, &header_names);
 	timeout = IntervalArg(fcinfo, 3, "timeout", 0, IDEMGATE_MAX_REQUEST_TIMEOUT_USECS, NULL);
 
 	ConnectSPI();

@@ -292,8 +292,8 @@ idemgate_purge(PG_FUNCTION_ARGS)
 		{
 			Datum		secs = Int32GetDatum(IdemgateTombstoneRetentionSecs);
 
-			if (ExecSaved(&expire_tombstones_stmt, &secs, NULL, false, 0) != SPI_OK_DELETE)
-				elog(ERROR, "could not expire tombstones");
+			ExecSavedExpect(&expire_tombstones_stmt, &secs, NULL, false, 0, SPI_OK_DELETE,
+							"could not expire tombstones");
 		}
 	}
 
@@ -324,8 +324,8 @@ idemgate_purge_dead_letters(PG_FUNCTION_ARGS)
 
 	ConnectSPI();
 	values[0] = IntervalPGetDatum(older_than);
-	if (ExecSaved(&purge_dead_letters_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "purge_dead_letters statement failed");
+	ExecSavedExpect(&purge_dead_letters_stmt, values, NULL, false, 0, SPI_OK_DELETE,
+					"purge_dead_letters statement failed");
 	n = (int64) SPI_processed;
 
 	DetailsInit(&details);

@@ -304,6 +304,17 @@ LeaseClaimValues(Datum *values, int limit, pg_uuid_t *owner, Interval *margin)
 										 SetEpochTimestamp()) / USECS_PER_SEC);
 }
 
+/* ClaimLocally; see outbox_dispatch.h. */
+uint64
+ClaimLocally(SavedStatement *stmt, Datum *values, ClaimedRowsReader take, void *arg,
+			 const char *failure)
+{
+	ExecSavedExpect(stmt, values, NULL, false, 0, SPI_OK_UPDATE_RETURNING, failure);
+	if (SPI_processed > 0)
+		take(arg);
+	return SPI_processed;
+}
+
 /* ClaimDueForDispatch runs the claim; see outbox_dispatch.h. */
 uint64
 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
@@ -354,11 +365,8 @@ ClaimOfTypeForDispatch(const char *effect_type, double min_age_secs, int limit,
 
 		return ClaimShardByShard(&of_type, values, limit, take, arg);
 	}
-	if (ExecSaved(&claim_of_type_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "idemgate: could not claim effects of one type");
-	if (SPI_processed > 0)
-		take(arg);
-	return SPI_processed;
+	return ClaimLocally(&claim_of_type_stmt, values, take, arg,
+						"idemgate: could not claim effects of one type");
 }
 
 /* GiveBackEffect returns a claimed, unsent effect; see outbox_dispatch.h. */
@@ -401,7 +409,7 @@ ExpireGoneDispatchersLeases(bytea *life, int slot, int incarnation)
 		}
 		return expired;
 	}
-	if (ExecSaved(&expire_gone_stmt, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not expire the leases of dispatchers that are gone");
+	ExecSavedExpect(&expire_gone_stmt, values, nulls, false, 0, SPI_OK_UPDATE,
+					"could not expire the leases of dispatchers that are gone");
 	return SPI_processed;
 }

@@ -31,6 +31,14 @@
  */
 extern void LeaseClaimValues(Datum *values, int limit, pg_uuid_t *owner, Interval *margin);
 
+/*
+ * ClaimLocally runs stmt, a claim that returns the rows it leased (an
+ * UPDATE ... RETURNING), raising failure when it fails, and hands the
+ * rows to take; it returns how many there were.
+ */
+extern uint64 ClaimLocally(struct SavedStatement *stmt, Datum *values, ClaimedRowsReader take,
+						   void *arg, const char *failure);
+
 extern uint64 ClaimDueForDispatch(int limit, pg_uuid_t *owner, Interval *margin,
 								  ClaimedRowsReader take, void *arg);
 

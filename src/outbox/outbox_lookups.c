@@ -150,11 +150,7 @@ ClaimUnknownForLookup(int limit, pg_uuid_t *owner, Interval *margin,
 
 		return ClaimShardByShard(&lookups, values, limit, take, arg);
 	}
-	if (ExecSaved(&claim_lookups_stmt, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not claim status look-ups");
-	if (SPI_processed > 0)
-		take(arg);
-	return SPI_processed;
+	return ClaimLocally(&claim_lookups_stmt, values, take, arg, "could not claim status look-ups");
 }
 
 /* RecordLookupAnswer; see outbox_lookups.h. */
@@ -169,8 +165,8 @@ RecordLookupAnswer(pg_uuid_t *effect_id, pg_uuid_t *owner, int status, const cha
 
 	values[0] = UUIDPGetDatum(effect_id);
 	values[1] = UUIDPGetDatum(owner);
-	if (ExecSaved(&lock_lookup_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock effect");
+	ExecSavedExpect(&lock_lookup_stmt, values, NULL, false, 1, SPI_OK_SELECT,
+					"could not lock effect");
 	if (SPI_processed == 0)
 		return LOOKUP_IGNORED;
 	key = DatumGetTextPCopy(GetResultDatum(0, 1, &isnull));
@@ -187,9 +183,8 @@ RecordLookupAnswer(pg_uuid_t *effect_id, pg_uuid_t *owner, int status, const cha
 	}
 	else
 	{
-		if (ExecSaved(&defer_lookup_stmt, values, NULL, false, 0) != SPI_OK_UPDATE ||
-			SPI_processed != 1)
-			elog(ERROR, "could not record a status look-up");
+		ExecSavedOneRow(&defer_lookup_stmt, values, NULL, false, 0, SPI_OK_UPDATE,
+						"could not record a status look-up");
 		return LOOKUP_STILL_UNKNOWN;
 	}
 
@@ -212,6 +207,6 @@ GiveBackLookup(pg_uuid_t *effect_id, pg_uuid_t *owner)
 
 	values[0] = UUIDPGetDatum(effect_id);
 	values[1] = UUIDPGetDatum(owner);
-	if (ExecSaved(&give_back_lookup_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not give back a status look-up");
+	ExecSavedExpect(&give_back_lookup_stmt, values, NULL, false, 0, SPI_OK_UPDATE,
+					"could not give back a status look-up");
 }

@@ -76,23 +76,31 @@ static SavedStatement replace_effect_stmt = {
 	3, {UUIDOID, UUIDOID, JSONBOID}
 };
 
-/* LockEffect locks one effect's row for an operator; see outbox.h. */
-bool
-LockEffect(pg_uuid_t *effect_id, LockedEffect *effect)
+/*
+ * LockEffectRow runs stmt, which locks the row of effect_id, and fills the
+ * first columns every such statement returns (state, key, effect type)
+ * into *effect; false when there is no such effect.
+ */
+static bool
+LockEffectRow(SavedStatement *stmt, pg_uuid_t *effect_id, LockedEffect *effect)
 {
-	Datum		value = UUIDPGetDatum(effect_id);
 	bool		isnull;
-	Datum		d;
 
-	if (ExecSaved(&lock_effect_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock effect");
-	if (SPI_processed == 0)
+	if (!ExecSavedFind(stmt, UUIDPGetDatum(effect_id), "could not lock effect"))
 		return false;
 	effect->state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
 	effect->key = DatumGetTextPCopy(GetResultDatum(0, 2, &isnull));
 	effect->effect_type = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
-	d = GetResultDatum(0, 4, &isnull);
-	effect->run_state = isnull ? NULL : TextDatumGetCString(d);
+	return true;
+}
+
+/* LockEffect locks one effect's row for an operator; see outbox.h. */
+bool
+LockEffect(pg_uuid_t *effect_id, LockedEffect *effect)
+{
+	if (!LockEffectRow(&lock_effect_stmt, effect_id, effect))
+		return false;
+	effect->run_state = GetResultCString(0, 4);
 	return true;
 }
 
@@ -101,17 +109,11 @@ bool
 LockEffectWindow(pg_uuid_t *effect_id, LockedEffect *effect, bool *has_window,
 				 bool *window_open, TimestampTz *cancel_until)
 {
-	Datum		value = UUIDPGetDatum(effect_id);
 	bool		isnull;
 	Datum		d;
 
-	if (ExecSaved(&lock_effect_window_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not lock effect");
-	if (SPI_processed == 0)
+	if (!LockEffectRow(&lock_effect_window_stmt, effect_id, effect))
 		return false;
-	effect->state = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
-	effect->key = DatumGetTextPCopy(GetResultDatum(0, 2, &isnull));
-	effect->effect_type = TextDatumGetCString(GetResultDatum(0, 3, &isnull));
 	effect->run_state = NULL;	/* not read */
 	d = GetResultDatum(0, 4, &isnull);
 	*has_window = !isnull;

@@ -465,8 +465,8 @@ CountReviewRequested(const EffectPolicies *policies)
 	if (ntypes == 0)
 		return;
 	arr = PointerGetDatum(construct_array(types, ntypes, TEXTOID, -1, false, TYPALIGN_INT));
-	if (ExecSaved(&count_review_stmt, &arr, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not count the review");
+	ExecSavedExpect(&count_review_stmt, &arr, NULL, false, 0, SPI_OK_UPDATE,
+					"could not count the review");
 }
 
 /* ApplyCancelWindows holds automatic effects for their window; see effect_policies.h. */
@@ -555,12 +555,9 @@ idemgate_set_effect_policy(PG_FUNCTION_ARGS)
 	bool		created;
 	EventDetails details;
 
-	RequireArg(fcinfo, 1, "requires_approval");
-	requires_approval = PG_GETARG_BOOL(1);
-	RequireArg(fcinfo, 2, "requires_requester");
-	requires_requester = PG_GETARG_BOOL(2);
-	RequireArg(fcinfo, 3, "review_sample");
-	review_sample = PG_GETARG_FLOAT4(3);
+	requires_approval = REQUIRED_ARG(1, "requires_approval", BOOL);
+	requires_requester = REQUIRED_ARG(2, "requires_requester", BOOL);
+	review_sample = REQUIRED_ARG(3, "review_sample", FLOAT4);
 	if (isnan(review_sample) || review_sample < 0 || review_sample > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -618,9 +615,8 @@ idemgate_set_effect_policy(PG_FUNCTION_ARGS)
 	values[4] = IntervalPGetDatum(cancel_window);
 	nulls[4] = cancel_window ? ' ' : 'n';
 	values[5] = CStringGetTextDatum(actor);
-	if (ExecSaved(&upsert_stmt, values, nulls, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not set effect policy");
+	ExecSavedOneRow(&upsert_stmt, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,
+					"could not set effect policy");
 	created = DatumGetBool(GetResultDatum(0, 1, &isnull));
 
 	DetailsInit(&details);

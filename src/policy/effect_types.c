@@ -83,8 +83,8 @@ EffectTypePaused(const char *effect_type)
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("paused_effect_types", nsp)))
 		return false;
 	values[0] = CStringGetTextDatum(effect_type);
-	if (ExecSaved(&paused_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read idemgate.paused_effect_types");
+	ExecSavedExpect(&paused_stmt, values, NULL, false, 1, SPI_OK_SELECT,
+					"could not read idemgate.paused_effect_types");
 	return SPI_processed > 0;
 }
 
@@ -96,9 +96,8 @@ RequireKnownType(text *effect_type)
 	bool		isnull;
 
 	values[0] = PointerGetDatum(effect_type);
-	if (ExecSaved(&known_type_stmt, values, NULL, false, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		elog(ERROR, "could not look up effect type");
+	ExecSavedOneRow(&known_type_stmt, values, NULL, false, 1, SPI_OK_SELECT,
+					"could not look up effect type");
 	if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
@@ -129,9 +128,8 @@ idemgate_pause_effect_type(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(effect_type);
 	values[1] = PointerGetDatum(actor);
 	values[2] = PointerGetDatum(reason);
-	if (ExecSaved(&pause_stmt, values, NULL, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not pause effect type");
+	ExecSavedOneRow(&pause_stmt, values, NULL, false, 1, SPI_OK_INSERT_RETURNING,
+					"could not pause effect type");
 	was_paused = DatumGetBool(GetResultDatum(0, 1, &isnull));
 
 	DetailsInit(&details);
@@ -161,8 +159,8 @@ idemgate_resume_effect_type(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	RequireKnownType(effect_type);
 	values[0] = PointerGetDatum(effect_type);
-	if (ExecSaved(&resume_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not resume effect type");
+	ExecSavedExpect(&resume_stmt, values, NULL, false, 0, SPI_OK_DELETE,
+					"could not resume effect type");
 	was_paused = SPI_processed > 0;
 
 	DetailsInit(&details);

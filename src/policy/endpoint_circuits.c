@@ -170,8 +170,8 @@ CircuitsRefresh(bool force)
 		n = 0;
 	else
 	{
-		if (ExecSaved(&refresh_stmt, NULL, NULL, true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read idemgate.endpoint_circuits");
+		ExecSavedExpect(&refresh_stmt, NULL, NULL, true, 0, SPI_OK_SELECT,
+						"could not read idemgate.endpoint_circuits");
 		n = SPI_processed;
 	}
 	fresh = MemoryContextAllocZero(TopMemoryContext, sizeof(OpenCircuit) * (n + 1));
@@ -265,8 +265,8 @@ CircuitTakeProbe(const char *effect_type, pg_uuid_t *owner, double until_secs)
 	values[0] = CStringGetTextDatum(effect_type);
 	values[1] = UUIDPGetDatum(owner);
 	values[2] = Float8GetDatum(until_secs);
-	if (ExecSaved(&take_probe_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not take the probe of a circuit");
+	ExecSavedExpect(&take_probe_stmt, values, NULL, false, 0, SPI_OK_UPDATE,
+					"could not take the probe of a circuit");
 	for (int i = 0; i < n_open; i++)
 		if (strcmp(open_circuits[i].effect_type, effect_type) == 0)
 			open_circuits[i].probe_due = false;	/* until the next refresh */
@@ -282,8 +282,8 @@ CloseCircuit(const char *effect_type, const char *kind, const char *actor, const
 	bool		isnull;
 
 	values[0] = CStringGetTextDatum(effect_type);
-	if (ExecSaved(&close_stmt, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not close a circuit");
+	ExecSavedExpect(&close_stmt, values, NULL, false, 0, SPI_OK_DELETE_RETURNING,
+					"could not close a circuit");
 	ForgetOpen(effect_type);
 	if (SPI_processed == 0)
 		return false;
@@ -332,8 +332,8 @@ OpenTypeCircuit(const char *effect_type, int failures, const char *cls, int stat
 	values[3] = Int32GetDatum(status);
 	nulls[3] = status > 0 ? ' ' : 'n';
 	values[4] = Float8GetDatum((double) ProbeBackoffUsecs(0) / USECS_PER_SEC);
-	if (ExecSaved(&open_stmt, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "could not open a circuit");
+	ExecSavedExpect(&open_stmt, values, nulls, false, 0, SPI_OK_INSERT_RETURNING,
+					"could not open a circuit");
 	NoteOpen(effect_type);
 	if (SPI_processed == 0)
 		return false;			/* another dispatcher opened it */
@@ -371,8 +371,8 @@ CircuitNoteFailure(const char *effect_type, const char *cls, int status, bool pr
 		values[3] = Int32GetDatum(status);
 		nulls[3] = status > 0 ? ' ' : 'n';
 		values[4] = Float8GetDatum((double) ProbeBackoffUsecs(probes + 1) / USECS_PER_SEC);
-		if (ExecSaved(&probe_failed_stmt, values, nulls, false, 0) != SPI_OK_UPDATE_RETURNING)
-			elog(ERROR, "could not record a failed probe");
+		ExecSavedExpect(&probe_failed_stmt, values, nulls, false, 0, SPI_OK_UPDATE_RETURNING,
+						"could not record a failed probe");
 		if (SPI_processed == 1)
 		{
 			bool		isnull;
@@ -414,8 +414,8 @@ CircuitForget(const char *effect_type)
 	if (!CircuitsTableExists())
 		return;
 	values[0] = CStringGetTextDatum(effect_type);
-	if (ExecSaved(&close_stmt, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not close a circuit");
+	ExecSavedExpect(&close_stmt, values, NULL, false, 0, SPI_OK_DELETE_RETURNING,
+					"could not close a circuit");
 }
 
 /*
@@ -435,8 +435,8 @@ idemgate_reset_circuit(PG_FUNCTION_ARGS)
 
 	ConnectSPI();
 	values[0] = PointerGetDatum(effect_type);
-	if (ExecSaved(&endpoint_exists_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up the endpoint");
+	ExecSavedExpect(&endpoint_exists_stmt, values, NULL, false, 1, SPI_OK_SELECT,
+					"could not look up the endpoint");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),

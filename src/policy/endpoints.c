@@ -361,6 +361,33 @@ CheckEndpointHeaders(Jsonb *headers)
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(names.data)));
 }
 
+/* RequireEndpointUrl; see endpoints.h. */
+void
+RequireEndpointUrl(const char *url)
+{
+	char	   *why;
+
+	if (!EndpointUrlAllowed(url, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"url\" is not allowed: %s", why),
+				 errhint("Use an https:// URL to a public host, or add the host to "
+						 "idemgate.allowed_http_hosts for plain http or a non-public address.")));
+}
+
+/* HeadersArg; see endpoints.h. */
+Jsonb *
+HeadersArg(FunctionCallInfo fcinfo, int argno, Jsonb **names)
+{
+	Jsonb	   *headers;
+
+	RequireArg(fcinfo, argno, "headers");
+	headers = PG_GETARG_JSONB_P(argno);
+	*names = CheckEndpointHeaders(headers);
+	CheckSecretReferences(headers);	/* ${secret:NAME} the file has (src/policy/secrets.c) */
+	return headers;
+}
+
 /* UpsertEndpoint creates or replaces an endpoint row; see endpoints.h. */
 bool
 UpsertEndpoint(text *effect_type, text *url, Interval *timeout, int32 max_attempts,
@@ -376,9 +403,8 @@ UpsertEndpoint(text *effect_type, text *url, Interval *timeout, int32 max_attemp
 	values[4] = BoolGetDatum(honors);
 	values[5] = JsonbPGetDatum(headers);
 	values[6] = PointerGetDatum(provider_id_field);
-	if (ExecSaved(&upsert_stmt, values, NULL, false, 1) != SPI_OK_INSERT_RETURNING ||
-		SPI_processed != 1)
-		elog(ERROR, "could not register endpoint");
+	ExecSavedOneRow(&upsert_stmt, values, NULL, false, 1, SPI_OK_INSERT_RETURNING,
+					"could not register endpoint");
 	return DatumGetBool(GetResultDatum(0, 1, &isnull));
 }
 
@@ -473,7 +499,6 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", IDEMGATE_MAX_NAME_BYTES);
 	text	   *url = TextArg(fcinfo, 1, "url", IDEMGATE_MAX_URL_BYTES);
 	char	   *url_str = text_to_cstring(url);
-	char	   *why;
 	Interval   *timeout;
 	int32		max_attempts;
 	bool		honors;
@@ -497,12 +522,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 						   "idemgate's own."),
 				 errhint("Register a workflow's re-run endpoint with "
 						 "idemgate.register_rerun(workflow, url).")));
-	if (!EndpointUrlAllowed(url_str, &why))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"url\" is not allowed: %s", why),
-				 errhint("Use an https:// URL to a public host, or add the host to "
-						 "idemgate.allowed_http_hosts for plain http or a non-public address.")));
+	RequireEndpointUrl(url_str);
 	timeout = IntervalArg(fcinfo, 2, "timeout", 0, IDEMGATE_MAX_REQUEST_TIMEOUT_USECS, NULL);
 	RequireArg(fcinfo, 3, "max_attempts");
 	max_attempts = PG_GETARG_INT32(3);
@@ -511,12 +531,8 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"max_attempts\" must be between 1 and 100, not %d",
 						max_attempts)));
-	RequireArg(fcinfo, 4, "honors_idempotency_key");
-	honors = PG_GETARG_BOOL(4);
-	RequireArg(fcinfo, 5, "headers");
-	headers = PG_GETARG_JSONB_P(5);
-	header_names = CheckEndpointHeaders(headers);
-	CheckSecretReferences(headers);	/* ${secret:NAME} the file has (src/policy/secrets.c) */
+	honors = REQUIRED_ARG(4, "honors_idempotency_key", BOOL);
+	headers = HeadersArg(fcinfo, 5, &header_names);
 	provider_id_field = TextArg(fcinfo, 6, "provider_id_field", IDEMGATE_MAX_NAME_BYTES);
 	/* 1.1: rate_limit, max_in_flight (src/policy/rate_limit.c). */
 	EndpointLimitsArgs(fcinfo, 7, &rate_limit, &rate_null, &max_in_flight, &max_null);
@@ -534,8 +550,8 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 
 		values[0] = PointerGetDatum(effect_type);
 		values[1] = PointerGetDatum(status_url);
-		if (ExecSaved(&set_status_url_stmt, values, nulls, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not store the status URL");
+		ExecSavedExpect(&set_status_url_stmt, values, nulls, false, 0, SPI_OK_UPDATE,
+						"could not store the status URL");
 	}
 
 	DetailsInit(&details);
@@ -577,9 +593,8 @@ StoreEndpointLimits(text *effect_type, Datum rate, bool rate_null,
 	values[0] = PointerGetDatum(effect_type);
 	values[1] = rate;
 	values[2] = max_in_flight;
-	if (ExecSaved(&store_limits_stmt, values, nulls, false, 0) != SPI_OK_UPDATE ||
-		SPI_processed != 1)
-		elog(ERROR, "could not store the endpoint limits");
+	ExecSavedOneRow(&store_limits_stmt, values, nulls, false, 0, SPI_OK_UPDATE,
+					"could not store the endpoint limits");
 }
 
 /*
@@ -598,8 +613,8 @@ idemgate_unregister_endpoint(PG_FUNCTION_ARGS)
 
 	ConnectSPI();
 	values[0] = PointerGetDatum(effect_type);
-	if (ExecSaved(&unregister_stmt, values, NULL, false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not unregister endpoint");
+	ExecSavedExpect(&unregister_stmt, values, NULL, false, 0, SPI_OK_DELETE_RETURNING,
+					"could not unregister endpoint");
 	found = SPI_processed > 0;
 	if (found)
 	{

@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 #include "datatype/timestamp.h"
+#include "fmgr.h"
 #include "utils/jsonb.h"
 
 #include "ledger/events.h"
@@ -39,6 +40,15 @@ extern bool EndpointHostListed(const char *url);
  * audit trail (never the values, which may be secrets). 22023 otherwise.
  */
 extern Jsonb *CheckEndpointHeaders(Jsonb *headers);
+
+/*
+ * RequireEndpointUrl refuses (22023) the url argument of a registration
+ * when EndpointUrlAllowed does not allow it. HeadersArg returns argument
+ * argno, an endpoint's headers (not NULL, checked by CheckEndpointHeaders
+ * and CheckSecretReferences), and their names in *names.
+ */
+extern void RequireEndpointUrl(const char *url);
+extern Jsonb *HeadersArg(FunctionCallInfo fcinfo, int argno, Jsonb **names);
 
 /*
  * UpsertEndpoint creates or replaces the endpoint row of effect_type

@@ -71,8 +71,8 @@ ActionsEnabled(void)
 
 	if (!IdemgateActionsEnabled)
 		return false;
-	if (ExecSaved(&read_switch_stmt, NULL, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the kill switch");
+	ExecSavedExpect(&read_switch_stmt, NULL, NULL, false, 1, SPI_OK_SELECT,
+					"could not read the kill switch");
 	if (SPI_processed != 1)
 		return false;
 	d = GetResultDatum(0, 1, &isnull);
@@ -94,8 +94,7 @@ idemgate_set_actions_enabled(PG_FUNCTION_ARGS)
 	bool		previous;
 	EventDetails details;
 
-	RequireArg(fcinfo, 0, "enabled");
-	enabled = PG_GETARG_BOOL(0);
+	enabled = REQUIRED_ARG(0, "enabled", BOOL);
 	actor = TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES);
 	reason = TextArg(fcinfo, 2, "reason", IDEMGATE_MAX_REASON_BYTES);
 
@@ -103,12 +102,11 @@ idemgate_set_actions_enabled(PG_FUNCTION_ARGS)
 	values[0] = BoolGetDatum(enabled);
 	values[1] = PointerGetDatum(actor);
 	values[2] = PointerGetDatum(reason);
-	if (ExecSaved(&lock_switch_stmt, NULL, NULL, false, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		elog(ERROR, "the kill switch row in idemgate.control is missing");
+	ExecSavedOneRow(&lock_switch_stmt, NULL, NULL, false, 1, SPI_OK_SELECT,
+					"the kill switch row in idemgate.control is missing");
 	previous = DatumGetBool(GetResultDatum(0, 1, &isnull));
-	if (ExecSaved(&set_switch_stmt, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update the kill switch");
+	ExecSavedExpect(&set_switch_stmt, values, NULL, false, 0, SPI_OK_UPDATE,
+					"could not update the kill switch");
 
 	DetailsInit(&details);
 	DetailsBool(&details, "enabled", enabled);
@@ -176,8 +174,8 @@ idemgate_control_restore(PG_FUNCTION_ARGS)
 	}
 
 	ConnectSPI();
-	if (ExecSaved(&restore_switch_stmt, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not restore the kill switch");
+	ExecSavedExpect(&restore_switch_stmt, values, nulls, false, 0, SPI_OK_UPDATE,
+					"could not restore the kill switch");
 	updated = SPI_processed;
 	SPI_finish();
 	if (updated > 0)

@@ -224,8 +224,8 @@ HoldsTokenBundle(Oid roleid)
 	Datum		value = ObjectIdGetDatum(roleid);
 	bool		isnull;
 
-	if (ExecSaved(&holds_token_bundle_stmt, &value, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read remaining bundles");
+	ExecSavedExpect(&holds_token_bundle_stmt, &value, NULL, false, 1, SPI_OK_SELECT,
+					"could not read remaining bundles");
 	return DatumGetBool(GetResultDatum(0, 1, &isnull));
 }
 
@@ -341,8 +341,8 @@ SyncDistributedGrants(Oid roleid)
 static void
 SerialiseGrants(void)
 {
-	if (ExecSaved(&serialise_stmt, NULL, NULL, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not lock idemgate.granted_bundles");
+	ExecSavedExpect(&serialise_stmt, NULL, NULL, false, 0, SPI_OK_UTILITY,
+					"could not lock idemgate.granted_bundles");
 }
 
 /* idemgate_grant_role implements grant_role(role, bundle). */
@@ -366,8 +366,8 @@ idemgate_grant_role(PG_FUNCTION_ARGS)
 	values[0] = ObjectIdGetDatum(roleid);
 	values[1] = CStringGetTextDatum(bundle);
 	values[2] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
-	if (ExecSaved(&record_grant_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record grant");
+	ExecSavedExpect(&record_grant_stmt, values, NULL, false, 0, SPI_OK_INSERT,
+					"could not record grant");
 	SyncDistributedGrants(roleid);
 	RecordRoleEvent("role_granted", GetUserNameFromId(roleid, false), bundle);
 	SPI_finish();
@@ -396,12 +396,12 @@ idemgate_revoke_role(PG_FUNCTION_ARGS)
 	SerialiseGrants();
 	values[0] = ObjectIdGetDatum(roleid);
 	values[1] = CStringGetTextDatum(bundle);
-	if (ExecSaved(&forget_grant_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not forget grant");
+	ExecSavedExpect(&forget_grant_stmt, values, NULL, false, 0, SPI_OK_DELETE,
+					"could not forget grant");
 	ApplyBundles(SingleBundle(bundle), role, false);
 
-	if (ExecSaved(&remaining_bundles_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read remaining bundles");
+	ExecSavedExpect(&remaining_bundles_stmt, values, NULL, false, 1, SPI_OK_SELECT,
+					"could not read remaining bundles");
 	remaining = GetResultDatum(0, 1, &isnull);
 	if (!isnull)
 		ApplyBundles(remaining, role, true);

@@ -103,8 +103,8 @@ CheckPullAllowed(const char *effect_type)
 		return;
 	values[0] = CStringGetTextDatum(effect_type);
 	values[1] = ObjectIdGetDatum(role);
-	if (ExecSaved(&pull_rule_stmt, values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read the pull rights of effect type");
+	ExecSavedOneRow(&pull_rule_stmt, values, NULL, true, 1, SPI_OK_SELECT,
+					"could not read the pull rights of effect type");
 	has_endpoint = DatumGetBool(GetResultDatum(0, 1, &isnull));
 	granted = DatumGetBool(GetResultDatum(0, 2, &isnull));
 	if (has_endpoint)
@@ -139,8 +139,8 @@ CheckPullAllowedForEffect(pg_uuid_t *effect_id)
 	if (!PullRuleInstalled() || CallerIsOperator(GetOuterUserId()))
 		return;
 	values[0] = UUIDPGetDatum(effect_id);
-	if (ExecSaved(&effect_type_stmt, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the type of effect");
+	ExecSavedExpect(&effect_type_stmt, values, NULL, true, 1, SPI_OK_SELECT,
+					"could not read the type of effect");
 	if (SPI_processed == 0)
 		return;					/* unknown effect: the caller reports a lost lease */
 	type = TextDatumGetCString(GetResultDatum(0, 1, &isnull));
@@ -187,8 +187,8 @@ idemgate_grant_effect_type(PG_FUNCTION_ARGS)
 	values[1] = PointerGetDatum(effect_type);
 	values[2] = CStringGetTextDatum(GetUserNameFromId(GetSessionUserId(), false));
 	NoticeNewGrantType(effect_type);
-	if (ExecSaved(&grant_stmt, values, NULL, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "could not record effect type grant");
+	ExecSavedExpect(&grant_stmt, values, NULL, false, 0, SPI_OK_INSERT,
+					"could not record effect type grant");
 	if (SPI_processed > 0)
 		RecordGrantEvent("effect_type_granted", role, effect_type);
 	SPI_finish();
@@ -208,8 +208,8 @@ idemgate_revoke_effect_type(PG_FUNCTION_ARGS)
 	ConnectSPI();
 	values[0] = ObjectIdGetDatum(role);
 	values[1] = PointerGetDatum(effect_type);
-	if (ExecSaved(&revoke_stmt, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not remove effect type grant");
+	ExecSavedExpect(&revoke_stmt, values, NULL, false, 0, SPI_OK_DELETE,
+					"could not remove effect type grant");
 	found = SPI_processed > 0;
 	if (found)
 		RecordGrantEvent("effect_type_revoked", role, effect_type);

@@ -154,8 +154,8 @@ NoticeUndeclaredTypes(const ParsedEffect *parsed, int n)
 	if (n_types == 0 || !DeclarationsInstalled())
 		return;
 	arg = PointerGetDatum(construct_array(types, n_types, TEXTOID, -1, false, TYPALIGN_INT));
-	if (ExecSaved(&undeclared_stmt, &arg, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not look up effect types");
+	ExecSavedExpect(&undeclared_stmt, &arg, NULL, true, 0, SPI_OK_SELECT,
+					"could not look up effect types");
 	/* Copy the names out before the next statement replaces SPI_tuptable. */
 	undeclared = SPI_processed;
 	names = palloc(sizeof(char *) * Max(undeclared, 1));
@@ -192,8 +192,8 @@ NoticeNewGrantType(text *effect_type)
 
 	if (!DeclarationsInstalled())
 		return;
-	if (ExecSaved(&new_grant_type_stmt, &arg, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not look up effect type");
+	ExecSavedOneRow(&new_grant_type_stmt, &arg, NULL, true, 1, SPI_OK_SELECT,
+					"could not look up effect type");
 	if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
 		return;
 	{
