@@ -579,10 +579,8 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 	const char *outcome = "invalid";
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 
-	RequireArg(fcinfo, 0, "token");
-	token = PG_GETARG_TEXT_PP(0);
-	RequireArg(fcinfo, 1, "decision");
-	decision = PG_GETARG_TEXT_PP(1);
+	token = REQUIRED_ARG(0, "token", TEXT_PP);
+	decision = REQUIRED_ARG(1, "decision", TEXT_PP);
 	decision_str = text_to_cstring(decision);
 	approver = text_to_cstring(TextArg(fcinfo, 2, "approver", MAX_SUBJECT_BYTES));
 	if (!PG_ARGISNULL(3))

@@ -469,8 +469,7 @@ idemgate_claim_lease(PG_FUNCTION_ARGS)
 	char		nulls[8] = {' ', 'n', ' ', 'n', ' ', ' ', 'n', 'n'};
 	ReturnSetInfo *rsinfo;
 
-	RequireArg(fcinfo, 1, "payload_hash");
-	hash = PG_GETARG_BYTEA_PP(1);
+	hash = REQUIRED_ARG(1, "payload_hash", BYTEA_PP);
 	if (VARSIZE_ANY_EXHDR(hash) != IDEMGATE_SHA256_LEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -301,8 +301,7 @@ SinceArg(FunctionCallInfo fcinfo)
 {
 	TimestampTz since;
 
-	RequireArg(fcinfo, 0, "since");
-	since = PG_GETARG_TIMESTAMPTZ(0);
+	since = REQUIRED_ARG(0, "since", TIMESTAMPTZ);
 	if (since > GetCurrentTransactionStartTimestamp())
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

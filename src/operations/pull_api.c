@@ -69,8 +69,7 @@ idemgate_claim_effects(PG_FUNCTION_ARGS)
 	Interval   *lease;
 	ReturnSetInfo *rsinfo;
 
-	RequireArg(fcinfo, 1, "batch");
-	batch = PG_GETARG_INT32(1);
+	batch = REQUIRED_ARG(1, "batch", INT32);
 	if (batch < 1 || batch > 1000)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

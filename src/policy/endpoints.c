@@ -524,8 +524,7 @@ idemgate_register_endpoint(PG_FUNCTION_ARGS)
 						 "idemgate.register_rerun(workflow, url).")));
 	RequireEndpointUrl(url_str);
 	timeout = IntervalArg(fcinfo, 2, "timeout", 0, IDEMGATE_MAX_REQUEST_TIMEOUT_USECS, NULL);
-	RequireArg(fcinfo, 3, "max_attempts");
-	max_attempts = PG_GETARG_INT32(3);
+	max_attempts = REQUIRED_ARG(3, "max_attempts", INT32);
 	if (max_attempts < 1 || max_attempts > 100)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
