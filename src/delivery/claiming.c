@@ -15,7 +15,9 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
@@ -35,42 +37,91 @@
 #include "policy/status_url.h"
 
 /*
+ * Header names the dispatcher sets itself: an endpoint's own header of one
+ * of these names is dropped (register_endpoint refuses them; an endpoint
+ * stored before that check may still hold one).
+ */
+static const char *const dispatcher_headers[] = {
+	"content-type", "idempotency-key", "expect", "host", "content-length", NULL
+};
+
+/* HeaderValueText is a header's value as jsonb_each_text gives it, or NULL. */
+static char *
+HeaderValueText(JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvString:
+			return pnstrdup(v->val.string.val, v->val.string.len);
+		case jbvNull:
+			return NULL;
+		case jbvBool:
+			return pstrdup(v->val.boolean ? "true" : "false");
+		case jbvNumeric:
+			return DatumGetCString(DirectFunctionCall1(numeric_out,
+													   NumericGetDatum(v->val.numeric)));
+		default:
+			return JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+	}
+}
+
+/*
  * SetHeaderLines gives item it its request's header lines: first and
- * second, then the endpoint's own (headers, a text[] of "Name: value"),
- * each ${secret:NAME} resolved here, in memory only (src/policy/secrets.c). A
- * secret the file lacks is noted in it->secret_missing (the item is held).
+ * second, then the endpoint's own (headers, its jsonb object of name →
+ * value, made "Name: value" here rather than in the claim's statement,
+ * where it was a function scan per claimed row), each ${secret:NAME}
+ * resolved here, in memory only (src/policy/secrets.c). A secret the file
+ * lacks is noted in it->secret_missing (the item is held).
  */
 static void
-SetHeaderLines(Claimed *it, Datum headers, const char *first, const char *second)
+SetHeaderLines(Claimed *it, Datum headers, bool headers_null, const char *first,
+			   const char *second)
 {
 	MemoryContext cxt = it->batch->cxt;
-	Datum	   *hdatums;
-	bool	   *hnulls;
-	int			nh;
+	Jsonb	   *object = headers_null ? NULL : DatumGetJsonbP(headers);
+	int			max = object ? JB_ROOT_COUNT(object) : 0;
 	char	  **hlines;
 	int			nlines = 0;
+	JsonbIterator *iter;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *name = NULL;
 
-	deconstruct_array(DatumGetArrayTypeP(headers), TEXTOID, -1, false, TYPALIGN_INT,
-					  &hdatums, &hnulls, &nh);
-	hlines = MemoryContextAlloc(cxt, sizeof(char *) * (nh + 2));
+	hlines = MemoryContextAlloc(cxt, sizeof(char *) * (max + 2));
 	hlines[nlines++] = MemoryContextStrdup(cxt, first);
 	hlines[nlines++] = MemoryContextStrdup(cxt, second);
-	for (int h = 0; h < nh; h++)
+	if (object != NULL && JB_ROOT_IS_OBJECT(object))
 	{
-		char	   *line;
-		char	   *missing;
-
-		if (hnulls[h])
-			continue;
-		line = ResolveSecrets(TextDatumGetCString(hdatums[h]), &missing);
-		if (line == NULL)
+		iter = JsonbIteratorInit(&object->root);
+		while ((tok = JsonbIteratorNext(&iter, &v, true)) != WJB_DONE)
 		{
-			it->secret_missing = MemoryContextStrdup(cxt, missing);
-			continue;
+			char	   *value;
+			char	   *line;
+			char	   *missing;
+			bool		reserved = false;
+
+			if (tok == WJB_KEY)
+			{
+				name = pnstrdup(v.val.string.val, v.val.string.len);
+				continue;
+			}
+			if (tok != WJB_VALUE || name == NULL)
+				continue;
+			for (int i = 0; dispatcher_headers[i] != NULL && !reserved; i++)
+				reserved = pg_strcasecmp(name, dispatcher_headers[i]) == 0;
+			value = reserved ? NULL : HeaderValueText(&v);
+			if (value == NULL)
+				continue;
+			line = ResolveSecrets(psprintf("%s: %s", name, value), &missing);
+			if (line == NULL)
+			{
+				it->secret_missing = MemoryContextStrdup(cxt, missing);
+				continue;
+			}
+			if (!HttpHeaderLineSafe(line))
+				continue;		/* a CR/LF could smuggle headers: drop it */
+			hlines[nlines++] = MemoryContextStrdup(cxt, line);
 		}
-		if (!HttpHeaderLineSafe(line))
-			continue;			/* a CR/LF could smuggle headers: drop it */
-		hlines[nlines++] = MemoryContextStrdup(cxt, line);
 	}
 	it->req.headers = (const char *const *) hlines;
 	it->req.nheaders = nlines;
@@ -148,7 +199,7 @@ TakeClaimedRows(void *arg)
 		it->req.url = MemoryContextStrdup(bcxt, TextDatumGetCString(GetResultDatum(i, 3, &isnull)));
 		it->honors_key = DatumGetBool(GetResultDatum(i, 5, &isnull));
 		SetEndpointOf(it, i, 9, 4, 6, 10, 11);
-		SetHeaderLines(it, GetResultDatum(i, 7, &isnull), "Content-Type: application/json",
+		SetHeaderLines(it, GetResultDatum(i, 7, &isnull), isnull, "Content-Type: application/json",
 					   psprintf("Idempotency-Key: %s", UuidText(&it->effect_id)));
 		body = DatumGetTextPP(GetResultDatum(i, 8, &isnull));
 		it->req.body_len = VARSIZE_ANY_EXHDR(body);
@@ -320,7 +371,7 @@ TakeLookupRows(void *arg)
 		SetEndpointOf(it, i, LOOKUP_COL_EFFECT_TYPE, LOOKUP_COL_TIMEOUT_MS,
 					  LOOKUP_COL_PROVIDER_ID_FIELD,
 					  LOOKUP_COL_RATE_LIMIT, LOOKUP_COL_MAX_IN_FLIGHT);
-		SetHeaderLines(it, GetResultDatum(i, LOOKUP_COL_HEADERS, &isnull),
+		SetHeaderLines(it, GetResultDatum(i, LOOKUP_COL_HEADERS, &isnull), isnull,
 					   "Accept: application/json",
 					   "Cache-Control: no-cache");
 		AddStarted(it);

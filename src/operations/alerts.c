@@ -138,12 +138,12 @@ static SavedStatement changed_stmt = {
 static SavedStatement publish_stmt = {
 	PUBLISH_STATEMENT(", keys", ", s.keys", ", keys = excluded.keys", ", s.keys", ", excluded.keys",
 					  "'keys', t.keys"),
-	1, {BOOLOID}
+	1, {BOOLOID}, GENERIC_PLAN
 };
 
 static SavedStatement publish_stmt_11 = {
 	PUBLISH_STATEMENT("", "", "", "", "", "'keys', NULL::text[]"),
-	1, {BOOLOID}
+	1, {BOOLOID}, GENERIC_PLAN
 };
 
 /* PublishStatement returns the statement for the schema installed. */

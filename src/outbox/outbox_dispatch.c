@@ -83,10 +83,7 @@
 	" RETURNING o.effect_id, o.attempts, e.url,"\
 	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"\
 	"   e.honors_idempotency_key, e.provider_id_field,"\
-	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"\
-	"         FROM pg_catalog.jsonb_each_text(e.headers) h"\
-	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL "\
-	"('{content-type,idempotency-key,expect,host,content-length}'::text[])),"\
+	"   e.headers,"\
 	"   CASE WHEN pg_catalog.starts_with(o.effect_type, '" IDEMGATE_RERUN_TYPE_PREFIX "')"\
 	"        THEN o.payload::text"\
 	"        ELSE idemgate.effect_envelope(o.effect_id, o.idempotency_key, o.effect_type,"\

@@ -74,10 +74,7 @@
 #define LOOKUP_COLUMNS \
 	" RETURNING o.effect_id, o.provider_id, e.status_url,"\
 	"   (pg_catalog.date_part('epoch', e.timeout) OPERATOR(pg_catalog.*) 1000)::bigint,"\
-	"   ARRAY(SELECT h.key OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) h.value"\
-	"         FROM pg_catalog.jsonb_each_text(e.headers) h"\
-	"         WHERE pg_catalog.lower(h.key) OPERATOR(pg_catalog.<>) ALL "\
-	"('{content-type,idempotency-key,expect,host,content-length}'::text[])),"\
+	"   e.headers,"\
 	"   o.effect_type, e.provider_id_field, e.rate_limit, e.max_in_flight"
 
 static SavedStatement claim_lookups_stmt = {

@@ -72,6 +72,27 @@ is($req->{body}{payload}{i}, 7, 'body payload');
 is($req->{body}{attempt}, 1, 'body attempt');
 is($provider, "prov-$req->{n}", 'provider id taken from the response body field id');
 
+# Headers an endpoint may hold from before register_endpoint refused the
+# dispatcher's own names (written here straight into the table): those are
+# dropped, the others sent, each as "Name: value".
+register_endpoint($node, 'legacy', "$base/ok");
+$node->safe_psql('app',
+	q{UPDATE idemgate.endpoints SET headers = '{"IDEMPOTENCY-KEY": "forged", "content-type": "text/plain", "Expect": "100-continue", "X-Two": "2"}' WHERE effect_type = 'legacy'});
+enqueue_effects($node, 'legacy', 1, 'legacy');
+ok( wait_until(
+		$node,
+		"SELECT count(*) = 1 FROM idemgate.outbox WHERE effect_type = 'legacy' AND state = 'completed'",
+		60),
+	'the effect of an endpoint with stored reserved headers completed');
+my $legacy_id = $node->safe_psql('app',
+	"SELECT effect_id FROM idemgate.outbox WHERE effect_type = 'legacy'");
+my $legacy = requests_by_key($sink)->{$legacy_id} // [];
+is(scalar(@$legacy), 1, "sent once, under the effect id's Idempotency-Key (not the stored one)");
+is($legacy->[0]{content_type}, 'application/json', "the dispatcher's Content-Type, not the stored one");
+is($legacy->[0]{headers}{'X-Two'}, '2', 'the other stored headers are sent');
+is(scalar(grep { $_->{idempotency_key} eq 'forged' } @{ sink_requests($sink) }), 0,
+	'no request carried the stored Idempotency-Key');
+
 # provider_id_field names another field.
 enqueue_effects($node, 'named', 1, 'named');
 ok( wait_until(
