@@ -192,7 +192,8 @@ RecordOutcome(Claimed *it)
 	{
 		cls = FailureClass(r);
 		if (r->curl_code == CURLE_SEND_FAIL_REWIND)
-			snprintf(msg, sizeof(msg), "connection %s without a response after the request was sent",
+			snprintf(msg, sizeof(msg),
+					 "connection %s without a response after the request was sent",
 					 r->os_errno == ECONNRESET ? "reset" : "closed");
 		else
 			snprintf(msg, sizeof(msg), "%s%s", r->error,
@@ -348,7 +349,8 @@ RecordAlone(MemoryContext loop_cxt)
 		{
 			if (!ok)
 				ereport(WARNING,
-						(errmsg("idemgate dispatcher: could not record the outcome of effect %s; its lease will settle it",
+						(errmsg("idemgate dispatcher: could not record the outcome of effect "
+								"%s; its lease will settle it",
 								UuidText(&it->effect_id))));
 			ItemRecorded(it);
 		}

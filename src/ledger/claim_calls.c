@@ -178,7 +178,8 @@ RequestString(Jsonb *request, const char *name, bool required)
 		if (required)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("field \"%s\" of argument \"request\" must not be missing or null", name)));
+					 errmsg("field \"%s\" of argument \"request\" must not be missing or null",
+							name)));
 		return NULL;
 	}
 	if (v->type != jbvString)
@@ -233,7 +234,9 @@ ParseRequestText(text *value, const char *field, PGFunction input, const char *w
 Datum
 idemgate_claim_request(PG_FUNCTION_ARGS)
 {
-	static const char *const known[] = {"key", "payload", "lease", "workflow", "owner", "origin", NULL};
+	static const char *const known[] = {
+		"key", "payload", "lease", "workflow", "owner", "origin", NULL
+	};
 	Jsonb	   *request;
 	text	   *key;
 	JsonbValue *payload_value;
@@ -254,7 +257,8 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 	if (!JB_ROOT_IS_OBJECT(request))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"request\" must be a JSON object with fields key, payload, lease, workflow, owner and origin")));
+				 errmsg("argument \"request\" must be a JSON object with fields key, payload, "
+						"lease, workflow, owner and origin")));
 
 	/* An unknown field is most likely a typo ("paylaod"): refuse it. */
 	it = JsonbIteratorInit(&request->root);
@@ -272,7 +276,8 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown field \"%s\" in argument \"request\"",
 								TruncateForMessage(pnstrdup(v.val.string.val, v.val.string.len))),
-						 errhint("The fields are key, payload, lease, workflow, owner and origin.")));
+						 errhint("The fields are key, payload, lease, workflow, owner and "
+								 "origin.")));
 		}
 	}
 
@@ -287,18 +292,22 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 
 	lease_text = RequestString(request, "lease", false);
 	if (lease_text == NULL)
-		lease = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum("5 minutes"),
-													  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
+		lease = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+													  CStringGetDatum("5 minutes"),
+													  ObjectIdGetDatum(InvalidOid),
+													  Int32GetDatum(-1)));
 	else
 	{
 		int64		usecs;
 
-		lease = DatumGetIntervalP(ParseRequestText(lease_text, "lease", interval_in, "an interval"));
+		lease = DatumGetIntervalP(ParseRequestText(lease_text, "lease", interval_in,
+													"an interval"));
 		usecs = IntervalToUsecs(lease);
 		if (usecs <= 0 || usecs > (int64) IdemgateMaxLeaseLifeSecs * USECS_PER_SEC)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("field \"lease\" of argument \"request\" must be greater than 0 and at most idemgate.max_lease_life (%d s)",
+					 errmsg("field \"lease\" of argument \"request\" must be greater than 0 "
+							"and at most idemgate.max_lease_life (%d s)",
 							IdemgateMaxLeaseLifeSecs)));
 	}
 	workflow = RequestString(request, "workflow", false);
@@ -306,7 +315,8 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 		(VARSIZE_ANY_EXHDR(workflow) < 1 || VARSIZE_ANY_EXHDR(workflow) > MAX_WORKFLOW_BYTES))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("field \"workflow\" of argument \"request\" must be between 1 and %d bytes long, not %d",
+				 errmsg("field \"workflow\" of argument \"request\" must be between 1 and %d "
+						"bytes long, not %d",
 						MAX_WORKFLOW_BYTES, (int) VARSIZE_ANY_EXHDR(workflow))));
 	owner_text = RequestString(request, "owner", false);
 	if (owner_text != NULL)
@@ -316,7 +326,8 @@ idemgate_claim_request(PG_FUNCTION_ARGS)
 		(VARSIZE_ANY_EXHDR(origin) < 1 || VARSIZE_ANY_EXHDR(origin) > IDEMGATE_MAX_ORIGIN_BYTES))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("field \"origin\" of argument \"request\" must be between 1 and %d bytes long, not %d",
+				 errmsg("field \"origin\" of argument \"request\" must be between 1 and %d "
+						"bytes long, not %d",
 						IDEMGATE_MAX_ORIGIN_BYTES, (int) VARSIZE_ANY_EXHDR(origin))));
 
 	{

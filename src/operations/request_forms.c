@@ -510,7 +510,8 @@ CallWithRequest(FunctionCallInfo fcinfo, const RequestForm *form)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"request\" must be a JSON object with fields %s",
 						FieldList(form)),
-				 errhint("From n8n: SELECT * FROM idemgate.%s($1::jsonb) with one query parameter {{ JSON.stringify({...}) }}.",
+				 errhint("From n8n: SELECT * FROM idemgate.%s($1::jsonb) with one query "
+						 "parameter {{ JSON.stringify({...}) }}.",
 						 form->function)));
 
 	/* An unknown field is most likely a typo ("aprover"): refuse it. */

@@ -112,7 +112,8 @@ static const ErrorClass error_classes[] = {
 	" WHERE o.effect_type OPERATOR(pg_catalog.=) $1 AND o.state OPERATOR(pg_catalog.=) 'pending'" \
 	"   AND o.next_attempt_at OPERATOR(pg_catalog.<=) pg_catalog.now()/*@buckets o*/" \
 	"   AND (SELECT r.state FROM idemgate.runs r" \
-	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) o.idempotency_key/*@join r o*//*@buckets r*/)" \
+	"        WHERE r.idempotency_key OPERATOR(pg_catalog.=) " \
+	"o.idempotency_key/*@join r o*//*@buckets r*/)" \
 	"       OPERATOR(pg_catalog.=) 'approved'" \
 	" ORDER BY o.next_attempt_at" \
 	" LIMIT $2" \
@@ -178,11 +179,13 @@ static SavedStatement complete_stmt = {
 	"     last_error = NULL, lease_expires_at = NULL, updated_at = pg_catalog.now()"
 	" WHERE o.effect_id OPERATOR(pg_catalog.=) ANY ($1)/*@bucket o*//*@route $1*/"
 	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
-	"   AND o.lease_owner OPERATOR(pg_catalog.=) ($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
+	"   AND o.lease_owner OPERATOR(pg_catalog.=) "
+	"($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
 	" RETURNING o.effect_id, o.idempotency_key"
 	"), locked AS ("
 	" SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY "
+	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
 	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r"
 	")"
@@ -208,7 +211,8 @@ static SavedStatement complete_one_stmt = {
 	" RETURNING o.effect_id, o.idempotency_key"
 	"), locked AS ("
 	" SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY "
+	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
 	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
 	" ORDER BY r.idempotency_key FOR UPDATE OF r"
 	")"
@@ -222,7 +226,8 @@ static SavedStatement lock_sending_stmt = {
 	"       e.max_attempts, e.honors_idempotency_key"
 	" FROM idemgate.outbox o"
 	" LEFT JOIN idemgate.endpoints e ON e.effect_type OPERATOR(pg_catalog.=) o.effect_type"
-	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/ AND o.lease_owner OPERATOR(pg_catalog.=) $2"
+	" WHERE o.effect_id OPERATOR(pg_catalog.=) $1/*@bucket o*//*@route $1*/ "
+	"AND o.lease_owner OPERATOR(pg_catalog.=) $2"
 	"   AND o.state OPERATOR(pg_catalog.=) 'sending'"
 	" FOR UPDATE OF o",
 	2, {UUIDOID, UUIDOID}
@@ -246,10 +251,14 @@ static SavedStatement expired_stmt = {
 	"   AND ($1::text IS NULL OR effect_type OPERATOR(pg_catalog.=) $1)/*@buckets outbox*/"
 	"   AND ($2::pg_catalog.int4 IS NULL"
 	"        OR lease_expires_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
-	"           OPERATOR(pg_catalog.-) '" CppAsString2(IDEMGATE_FOREIGN_LEASE_GRACE_SECS) " seconds'::pg_catalog.interval)"
-	"        OR NOT ((pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 6) OPERATOR(pg_catalog.&) 240) OPERATOR(pg_catalog.=) 128"
-	"                AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) OPERATOR(pg_catalog.=) " CppAsString2(DISPATCHER_LEASE_MARKER) ")"
-	"        OR pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 9) OPERATOR(pg_catalog.*) 256"
+	"           OPERATOR(pg_catalog.-) '" CppAsString2(IDEMGATE_FOREIGN_LEASE_GRACE_SECS)
+	" seconds'::pg_catalog.interval)"
+	"        OR NOT ((pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 6) "
+	"OPERATOR(pg_catalog.&) 240) OPERATOR(pg_catalog.=) 128"
+	"                AND pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 7) "
+	"OPERATOR(pg_catalog.=) " CppAsString2(DISPATCHER_LEASE_MARKER) ")"
+	"        OR pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 9) "
+	"OPERATOR(pg_catalog.*) 256"
 	"           OPERATOR(pg_catalog.+) pg_catalog.get_byte(pg_catalog.uuid_send(lease_owner), 10)"
 	"           OPERATOR(pg_catalog.=) $2)"
 	" ORDER BY lease_expires_at LIMIT " CppAsString2(SETTLE_BATCH)
@@ -276,7 +285,8 @@ static SavedStatement insert_effect_stmt = {
 static SavedStatement insert_windowed_effect_stmt = {
 	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
 	"                             next_attempt_at, cancel_until/*@bucket_col*/)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()), GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()), "
+	"GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
 	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING"
 	" RETURNING effect_id /*@route $2*/",
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
@@ -480,7 +490,8 @@ FailLockedEffect(pg_uuid_t *effect_id, pg_uuid_t *owner, const ErrorClass *ec,
 	{
 		/* Honoured up to the limit, never retried early: a person decides. */
 		new_state = "failed";
-		clipped = ClipErrorText(psprintf("%s (Retry-After %s is longer than the %s a retry may wait; reinject it once the provider is ready)",
+		clipped = ClipErrorText(psprintf("%s (Retry-After %s is longer than the %s a retry "
+										 "may wait; reinject it once the provider is ready)",
 										 clipped ? clipped : ec->name,
 										 FormatUsecs(retry_after_usecs),
 										 FormatUsecs(RetryAfterLimitUsecs())));
@@ -731,7 +742,8 @@ ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
 			continue;
 		memcpy(mark, values, sizeof(Datum) * ids_arg);
 		mark[ids_arg] = ResultColumnArray(1, UUIDOID);
-		if (ExecSavedInBuckets(claim->mark, mark, NULL, false, 0, buckets) != SPI_OK_UPDATE_RETURNING)
+		if (ExecSavedInBuckets(claim->mark, mark, NULL, false, 0, buckets) !=
+			SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "could not claim effects");
 		if (SPI_processed > 0)
 		{
@@ -769,7 +781,8 @@ InsertOutboxEffects(text *key, const ParsedEffect *parsed, int n, bool automatic
 			StampUuidBucket(DatumGetUUIDP(values[0]), bucket);
 		values[1] = PointerGetDatum(key);
 		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
-		values[3] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
+		values[3] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target,
+															 parsed[i].target_len));
 		values[4] = JsonbPGetDatum(parsed[i].payload);
 		values[5] = TimestampTzGetDatum(parsed[i].not_before);
 		nulls[5] = parsed[i].has_not_before ? ' ' : 'n';
@@ -825,7 +838,8 @@ ExistingEffectIds(text *key, const ParsedEffect *parsed, int n)
 
 		values[0] = PointerGetDatum(key);
 		values[1] = PointerGetDatum(cstring_to_text_with_len(parsed[i].type, parsed[i].type_len));
-		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target, parsed[i].target_len));
+		values[2] = PointerGetDatum(cstring_to_text_with_len(parsed[i].target,
+															 parsed[i].target_len));
 		if (ExecSaved(&existing_effect_stmt, values, NULL, false, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not look up effect");
 		if (SPI_processed != 1)
