@@ -33,17 +33,9 @@
 #include "outbox/outbox_dispatch.h"
 #include "outbox/outbox_lookups.h"
 #include "policy/endpoint_circuits.h"
+#include "policy/endpoints.h"
 #include "policy/secrets.h"
 #include "policy/status_url.h"
-
-/*
- * Header names the dispatcher sets itself: an endpoint's own header of one
- * of these names is dropped (register_endpoint refuses them; an endpoint
- * stored before that check may still hold one).
- */
-static const char *const dispatcher_headers[] = {
-	"content-type", "idempotency-key", "expect", "host", "content-length", NULL
-};
 
 /* HeaderValueText is a header's value as jsonb_each_text gives it, or NULL. */
 static char *
@@ -98,7 +90,6 @@ SetHeaderLines(Claimed *it, Datum headers, bool headers_null, const char *first,
 			char	   *value;
 			char	   *line;
 			char	   *missing;
-			bool		reserved = false;
 
 			if (tok == WJB_KEY)
 			{
@@ -107,9 +98,8 @@ SetHeaderLines(Claimed *it, Datum headers, bool headers_null, const char *first,
 			}
 			if (tok != WJB_VALUE || name == NULL)
 				continue;
-			for (int i = 0; dispatcher_headers[i] != NULL && !reserved; i++)
-				reserved = pg_strcasecmp(name, dispatcher_headers[i]) == 0;
-			value = reserved ? NULL : HeaderValueText(&v);
+			/* register_endpoint refuses these; a row stored before may hold one */
+			value = IsDispatcherHeader(name) ? NULL : HeaderValueText(&v);
 			if (value == NULL)
 				continue;
 			line = ResolveSecrets(psprintf("%s: %s", name, value), &missing);

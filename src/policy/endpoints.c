@@ -54,6 +54,16 @@ static const char *const reserved_headers[] = {
 	"Content-Type", "Idempotency-Key", "Host", "Content-Length", "Transfer-Encoding", "Expect", NULL
 };
 
+/* IsDispatcherHeader tells whether name (any case) is one of reserved_headers. */
+bool
+IsDispatcherHeader(const char *name)
+{
+	for (int i = 0; reserved_headers[i] != NULL; i++)
+		if (pg_strcasecmp(name, reserved_headers[i]) == 0)
+			return true;
+	return false;
+}
+
 static SavedStatement upsert_stmt = {
 	"INSERT INTO idemgate.endpoints AS e (effect_type, url, timeout, max_attempts,"
 	"  honors_idempotency_key, headers, provider_id_field)"
@@ -328,11 +338,10 @@ CheckEndpointHeaders(Jsonb *headers)
 				if (!IsTokenChar((unsigned char) name[i]))
 					HeaderError("names must be HTTP tokens (letters, digits and !#$%&'*+-.^_`|~)",
 								name);
-			for (int i = 0; reserved_headers[i] != NULL; i++)
-				if (pg_strcasecmp(name, reserved_headers[i]) == 0)
-					HeaderError("may not set Content-Type, Idempotency-Key, Host, Content-Length, "
-								"Transfer-Encoding or Expect; the dispatcher sets them",
-								name);
+			if (IsDispatcherHeader(name))
+				HeaderError("may not set Content-Type, Idempotency-Key, Host, Content-Length, "
+							"Transfer-Encoding or Expect; the dispatcher sets them",
+							name);
 			foreach(lc, seen)
 				if (pg_strcasecmp((char *) lfirst(lc), name) == 0)
 					HeaderError("names must be unique regardless of case", name);

@@ -40,6 +40,8 @@ extern bool EndpointHostListed(const char *url);
  * audit trail (never the values, which may be secrets). 22023 otherwise.
  */
 extern Jsonb *CheckEndpointHeaders(Jsonb *headers);
+/* IsDispatcherHeader: a header name the dispatcher sets itself (any case). */
+extern bool IsDispatcherHeader(const char *name);
 
 /*
  * RequireEndpointUrl refuses (22023) the url argument of a registration
