@@ -11,12 +11,21 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c src/*/*.c)))
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTENSION).control)
 
 # Released scripts sit at the root and are frozen (idemgate--1.0.sql, ...).
-# The update to the version in development is assembled from
-# sql/<from>--$(EXTVERSION)/ in name order, so each feature keeps its
-# change in a file of its own; at the next release it is frozen at the root.
+# The version in development is assembled from sql/ (docs/architecture.md,
+# "SQL"): every table, function and view has one file holding its current
+# definition (sql/tables, sql/functions, sql/views). sql/install.sql lists
+# them for a fresh install (idemgate--$(EXTVERSION).sql); the update from
+# the previous release is sql/<from>--$(EXTVERSION)/*.sql in name order, one
+# file per feature, which include the definitions they add or change. An
+# include is psql's \ir line, replaced here by the file it names (relative
+# to the including file), so the parts also run as they are in psql. At the
+# release both scripts are frozen at the root.
 UPDATE_DIR = $(firstword $(wildcard sql/*--$(EXTVERSION)))
 UPDATE_PARTS = $(sort $(wildcard $(UPDATE_DIR)/*.sql))
-DATA_built = $(EXTENSION)--$(notdir $(UPDATE_DIR)).sql
+SQL_OBJECTS = $(wildcard sql/*.sql sql/*/*.sql)
+FRESH_SCRIPT = $(EXTENSION)--$(EXTVERSION).sql
+UPDATE_SCRIPT_BUILT = $(EXTENSION)--$(notdir $(UPDATE_DIR)).sql
+DATA_built = $(FRESH_SCRIPT) $(UPDATE_SCRIPT_BUILT)
 DATA = $(filter-out $(DATA_built),$(wildcard $(EXTENSION)--*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src -DIDEMGATE_VERSION=\"$(EXTVERSION)\" -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare -Wno-cast-function-type
@@ -39,9 +48,19 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# Rebuilt every time: a deleted or renamed part must not survive in it.
-$(DATA_built): $(UPDATE_PARTS) FORCE
-	cat $(UPDATE_PARTS) > $@
+# Rebuilt every time: a deleted or renamed part must not survive in them.
+# assemble_sql: the files in order, each "\ir FILE" line replaced by FILE
+# (one level: definitions include nothing); a missing FILE fails the build.
+assemble_sql = awk 'FNR == 1 { dir = FILENAME; sub(/[^\/]*$$/, "", dir) } \
+	/^\\ir / { f = dir $$2; n = 0; \
+	  while ((r = (getline l < f)) > 0) { print l; n++ } \
+	  if (r < 0 || n == 0) { print "missing or empty include: " f > "/dev/stderr"; exit 1 } \
+	  close(f); next } \
+	{ print }'
+$(FRESH_SCRIPT): sql/install.sql $(SQL_OBJECTS) FORCE
+	$(assemble_sql) sql/install.sql > $@ || { rm -f $@; exit 1; }
+$(UPDATE_SCRIPT_BUILT): $(UPDATE_PARTS) $(SQL_OBJECTS) FORCE
+	$(assemble_sql) $(UPDATE_PARTS) > $@ || { rm -f $@; exit 1; }
 FORCE:
 
 # Convenience targets used by scripts/test.sh.
