@@ -7,24 +7,9 @@
 -- purge is how personal data leaves. About 90 bytes per key with its
 -- primary key (bench/storage); a new key collides with one of a hundred
 -- million tombstones with a probability of 5e-12.
-CREATE TABLE idemgate.tombstones (
-    finished_at    timestamptz NOT NULL,
-    purged_at      timestamptz NOT NULL,
-    key_digest     bigint NOT NULL PRIMARY KEY,
-    payload_digest bigint NOT NULL,
-    final_state    "char" NOT NULL
-);
-COMMENT ON TABLE idemgate.tombstones IS
-'What purge keeps of each run it deletes, for idemgate.tombstone_retention: key_digest and payload_digest (the first 8 bytes of the SHA-256 of the key and of the payload hash, as bigints), final_state (c: completed, f: failed_terminal), finished_at and purged_at. A claim of a tombstoned key answers duplicate with state purged; written by purge only';
-SELECT pg_catalog.pg_extension_config_dump('idemgate.tombstones', '');
-REVOKE ALL ON idemgate.tombstones FROM PUBLIC;
+\ir ../tables/tombstones.sql
 
-CREATE FUNCTION idemgate.purge_tombstones(older_than interval) RETURNS bigint
-LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'idemgate_purge_tombstones';
-COMMENT ON FUNCTION idemgate.purge_tombstones(interval) IS
-'Delete the tombstones of runs purged more than older_than ago (a claim of such a key is claimed as new again); returns how many. purge() already deletes those older than idemgate.tombstone_retention';
-REVOKE ALL ON FUNCTION idemgate.purge_tombstones(interval) FROM PUBLIC;
+\ir ../functions/purge_tombstones.sql
 
 INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('operator', 'idemgate.purge_tombstones(interval)');

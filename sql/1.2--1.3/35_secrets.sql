@@ -6,12 +6,7 @@
 -- that the file lacks (NULL when none): the alert secret_missing
 -- (40_alerts.sql) reads it, so its readers need EXECUTE (a view's functions
 -- run with the reader's privileges). It returns names, never values.
-CREATE FUNCTION idemgate.missing_secrets(headers jsonb) RETURNS text[]
-LANGUAGE C STABLE STRICT
-AS 'MODULE_PATHNAME', 'idemgate_missing_secrets';
-REVOKE ALL ON FUNCTION idemgate.missing_secrets(jsonb) FROM PUBLIC;
-COMMENT ON FUNCTION idemgate.missing_secrets(jsonb) IS
-'The secrets (${secret:NAME}) the header values name that idemgate.secrets_file lacks, or NULL; names only, for the secret_missing alert';
+\ir ../functions/missing_secrets.sql
 INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('operator', 'idemgate.missing_secrets(jsonb)'),
     ('reader', 'idemgate.missing_secrets(jsonb)');

@@ -15,63 +15,16 @@
 -- Made on first use (payload_hmac), not by the script, so that a restore
 -- (CREATE EXTENSION, then the dumped rows) keeps the dumped secret and the
 -- keyed hashes already written stay comparable.
-CREATE TABLE idemgate.installation_secret (
-    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    ipad      bytea NOT NULL CHECK (pg_catalog.octet_length(ipad) = 64),
-    opad      bytea NOT NULL CHECK (pg_catalog.octet_length(opad) = 64)
-);
-COMMENT ON TABLE idemgate.installation_secret IS
-'The per-installation secret of the keyed payload hashes readers see (HMAC-SHA-256 pads), made on first use; only the extension owner reads it';
-SELECT pg_catalog.pg_extension_config_dump('idemgate.installation_secret', '');
-REVOKE ALL ON idemgate.installation_secret FROM PUBLIC;
+\ir ../tables/installation_secret.sql
 
 -- payload_hmac(hash): the extension owner's only (the library calls it;
 -- a caller who could pass any hash could confirm a guessed payload).
 -- NULL in a read-only transaction before the secret exists (a standby).
-CREATE FUNCTION idemgate.payload_hmac(payload_hash bytea) RETURNS text
-LANGUAGE plpgsql VOLATILE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-  s record;
-  k bytea;
-  i bytea;
-  o bytea;
-BEGIN
-  SELECT x.ipad, x.opad INTO s FROM idemgate.installation_secret x;
-  IF NOT FOUND THEN
-    IF pg_catalog.current_setting('transaction_read_only')::boolean THEN
-      RETURN NULL;
-    END IF;
-    k := pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text, 'UTF8'))
-         OPERATOR(pg_catalog.||)
-         pg_catalog.sha256(pg_catalog.convert_to(pg_catalog.gen_random_uuid()::text, 'UTF8'));
-    i := k;
-    o := k;
-    FOR n IN 0..63 LOOP
-      i := pg_catalog.set_byte(i, n, pg_catalog.get_byte(k, n) OPERATOR(pg_catalog.#) 54);
-      o := pg_catalog.set_byte(o, n, pg_catalog.get_byte(k, n) OPERATOR(pg_catalog.#) 92);
-    END LOOP;
-    INSERT INTO idemgate.installation_secret (ipad, opad) VALUES (i, o) ON CONFLICT DO NOTHING;
-    SELECT x.ipad, x.opad INTO s FROM idemgate.installation_secret x;
-  END IF;
-  RETURN pg_catalog.encode(pg_catalog.sha256(s.opad OPERATOR(pg_catalog.||)
-                                             pg_catalog.sha256(s.ipad OPERATOR(pg_catalog.||) payload_hash)), 'hex');
-END
-$$;
-REVOKE ALL ON FUNCTION idemgate.payload_hmac(bytea) FROM PUBLIC;
-COMMENT ON FUNCTION idemgate.payload_hmac(bytea) IS
-'HMAC-SHA-256 of a payload hash under the installation secret (made on first use), in hex: the form of a payload hash that events and key_history show. Extension owner only';
+\ir ../functions/payload_hmac.sql
 
 -- run_payload_hmac(key): the keyed hash of a stored run's payload, for
 -- key_history. It hashes only what is stored, never a caller's guess.
-CREATE FUNCTION idemgate.run_payload_hmac(key text) RETURNS text
-LANGUAGE sql VOLATILE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-BEGIN ATOMIC
-SELECT idemgate.payload_hmac(r.payload_hash) FROM idemgate.runs r WHERE r.idempotency_key = key;
-END;
-REVOKE ALL ON FUNCTION idemgate.run_payload_hmac(text) FROM PUBLIC;
-COMMENT ON FUNCTION idemgate.run_payload_hmac(text) IS
-'The keyed hash (payload_hmac) of the payload stored for key, NULL when there is no such run: what key_history shows of a claim''s input';
+\ir ../functions/run_payload_hmac.sql
 INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('reader', 'idemgate.run_payload_hmac(text)'),
     ('operator', 'idemgate.run_payload_hmac(text)');
@@ -129,13 +82,7 @@ COMMENT ON COLUMN idemgate.bundle_members.columns IS
 UPDATE idemgate.bundle_members
    SET columns = '{id,kind,idempotency_key,effect_id,effect_type,target,error_class,attempts,dead_at,reinjected_at,reinjected_by}'
  WHERE bundle OPERATOR(pg_catalog.=) 'reader' AND rel OPERATOR(pg_catalog.=) 'idemgate.dead_letters'::pg_catalog.regclass;
-CREATE VIEW idemgate.dead_letter_summary AS
-SELECT d.id, d.kind, d.idempotency_key, d.effect_id, d.effect_type, d.target, d.error_class,
-       d.attempts, d.dead_at, d.reinjected_at, d.reinjected_by
-  FROM idemgate.dead_letters d;
-COMMENT ON VIEW idemgate.dead_letter_summary IS
-'idemgate.dead_letters without payload and error: what failed, where and when (bundles reader and operator)';
-REVOKE ALL ON idemgate.dead_letter_summary FROM PUBLIC;
+\ir ../views/dead_letter_summary.sql
 INSERT INTO idemgate.bundle_members (bundle, rel) VALUES
     ('reader', 'idemgate.dead_letter_summary'),
     ('operator', 'idemgate.dead_letter_summary');
