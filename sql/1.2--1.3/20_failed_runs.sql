@@ -36,7 +36,7 @@ SELECT s.idempotency_key, 'state_changed', 'ALTER EXTENSION idemgate UPDATE',
 -- have ended failed_terminal with its last effect).
 \ir ../functions/alert_unsettled_runs.sql
 
--- Its distributed version (sql/1.1--1.2/62_distributed_alerts.sql) the
+-- Its distributed version (sql/functions/distributed_alert_unsettled_runs.sql) the
 -- same way, and on one node it answers as the plain one (1.2 failed with
 -- 42703 there: no bucket column).
 \ir ../functions/distributed_alert_unsettled_runs.sql

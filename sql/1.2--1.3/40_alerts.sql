@@ -5,8 +5,6 @@
 --                     idemgate.alert_approval_wait (4 hours), naming the
 --                     first keys and the audience of the oldest: nobody
 --                     owns the decision (docs/operations.md, "Alerts").
--- Redefined from sql/1.1--1.2/50_unsettled_runs.sql; whoever redefines it
--- later: start from this file's definition.
 \ir ../views/alert_instances.sql
 
 COMMENT ON VIEW idemgate.alerts IS

@@ -31,7 +31,7 @@ INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
 
 -- key_history: the claim's input as its keyed hash; the rest is 1.2's
 -- definition. On a distributed install the view reads an owner-only copy
--- (sql/1.1--1.2/64_distributed_privileges.sql): the copy is redefined.
+-- (distributed_wrap_view): the copy is redefined.
 DO $$
 DECLARE
   def text := $def$

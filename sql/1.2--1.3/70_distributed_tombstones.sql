@@ -15,7 +15,7 @@
 INSERT INTO idemgate.bundle_members (bundle, fn) VALUES
     ('operator', 'idemgate.distribute_tombstones()');
 
--- distribute() of 1.2 (sql/1.1--1.2/60_distribute.sql) with the
+-- distribute() of 1.2 (idemgate--1.1--1.2.sql, "60_distribute") with the
 -- tombstones locked with the other per-run tables and distributed after
 -- them, and the installation secret (sql/1.2--1.3/60_readers.sql) a
 -- reference table: one secret, so the keyed hashes of every node agree.

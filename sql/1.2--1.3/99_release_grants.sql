@@ -10,7 +10,10 @@
 -- initial privileges out of a dump: a dump of the updated database would
 -- restore without these grants. They are the DBA's grants (grant_role),
 -- not the extension's, so they are taken out of pg_init_privs again, for
--- every member object, whichever script granted them. TAP 100 checks that
+-- every member object, whichever script granted them. No GRANT or REVOKE
+-- can do this: inside an extension script both are recorded as initial
+-- privileges, and a REVOKE after the GRANT would take the grant itself.
+-- A fresh install (sql/install.sql) grants nothing, so it needs none of this. TAP 100 checks that
 -- an updated database has the same ACLs, initial privileges and pg_dump
 -- output as a fresh install whose roles got the same bundles.
 DO $$

@@ -1,6 +1,6 @@
 -- sql/functions/claim_in_bucket.sql
 
--- sql/1.1--1.2/66_claim_in_bucket.sql — a claim that is its whole
+-- claim_in_bucket: a claim that is its whole
 -- transaction, on Citus, runs on the worker holding its key
 -- (docs/citus.md, "Claims"; C: src/runs.c, src/shard_autocommit.c).
 --

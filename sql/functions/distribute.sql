@@ -1,9 +1,9 @@
 -- sql/functions/distribute.sql
 
--- distribute() of 1.2 (sql/1.1--1.2/60_distribute.sql) with the
--- tombstones locked with the other per-run tables and distributed after
--- them, and the installation secret (sql/1.2--1.3/60_readers.sql) a
--- reference table: one secret, so the keyed hashes of every node agree.
+-- distribute(): idemgate on Citus (docs/citus.md). The per-run tables,
+-- tombstones included, are locked together and distributed by bucket,
+-- co-located with runs; the installation secret is a reference table: one
+-- secret, so the keyed hashes of every node agree.
 CREATE OR REPLACE FUNCTION idemgate.distribute(shard_count integer DEFAULT 32) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp

@@ -1,8 +1,8 @@
 -- sql/functions/distributed_alert_unsettled_runs.sql
 
--- Its distributed version (sql/1.1--1.2/62_distributed_alerts.sql) the
--- same way, and on one node it answers as the plain one (1.2 failed with
--- 42703 there: no bucket column).
+-- alert_unsettled_runs on Citus: the same question asked of every shard,
+-- and on one node it answers as the plain one (1.2 failed with 42703
+-- there: no bucket column).
 CREATE OR REPLACE FUNCTION idemgate.distributed_alert_unsettled_runs()
 RETURNS TABLE(workflow text, idempotency_key text, settled_at timestamptz)
 LANGUAGE plpgsql STABLE SECURITY DEFINER

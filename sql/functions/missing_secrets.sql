@@ -1,6 +1,6 @@
 -- sql/functions/missing_secrets.sql
 
--- sql/1.2--1.3/35_secrets.sql — provider credentials outside the database
+-- missing_secrets: provider credentials outside the database
 -- (README.md, "Secrets"; src/policy/secrets.c): a header value may name a secret,
 -- "Bearer ${secret:crm_token}", kept in the file idemgate.secrets_file
 -- names, never in a table, a dump, WAL, an event or a log line.

@@ -1,6 +1,6 @@
 -- sql/functions/node_dispatcher_status.sql
 
--- sql/1.1--1.2/45_dispatcher_node.sql — this node's dispatchers
+-- node_dispatcher_status: this node's dispatchers
 -- (docs/citus.md). node_dispatcher_status() is dispatcher_status() of one
 -- node, with the node's name on Citus: what the alert views read (whether
 -- a dispatcher serves this database here) and what the coordinator asks

@@ -1,14 +1,11 @@
 -- sql/views/alert_instances.sql
 
--- sql/1.2--1.3/40_alerts.sql — the alerts of 1.2 plus
---   terminal_failure  also the runs that ended with a failed effect
---                     (sql/1.2--1.3/20_failed_runs.sql), at once, by key;
---   approvals_waiting per workflow: approvals undecided for longer than
---                     idemgate.alert_approval_wait (4 hours), naming the
---                     first keys and the audience of the oldest: nobody
---                     owns the decision (docs/operations.md, "Alerts").
--- Redefined from sql/1.1--1.2/50_unsettled_runs.sql; whoever redefines it
--- later: start from this file's definition.
+-- alert_instances: every alert firing now, one row per alert and subject
+-- (docs/operations.md, "Alerts"; the list is in the view's comment on
+-- idemgate.alerts). terminal_failure also names the runs that ended with a
+-- failed effect, at once, by key; approvals_waiting, per workflow, the
+-- approvals undecided for longer than idemgate.alert_approval_wait (4
+-- hours), with the first keys and the audience of the oldest.
 CREATE OR REPLACE VIEW idemgate.alert_instances AS
 WITH settings AS (
     SELECT COALESCE(NULLIF(pg_catalog.current_setting('idemgate.alert_failures', true), '')::bigint,
