@@ -49,7 +49,7 @@ SELECT throws_ok($$SELECT idemgate.grant_role('pg_read_all_data', 'reader')$$, '
 SELECT throws_ok($$SELECT idemgate.grant_role('grl_no_such_role', 'reader')$$, '42704', NULL, 'an unknown role: 42704');
 SELECT throws_ok($$SELECT idemgate.grant_role(4000000000::oid::regrole, 'reader')$$, '42704', NULL, 'an unknown role OID: 42704');
 
-SELECT idemgate.revoke_role(r, b) FROM (VALUES ('grl_operator', 'operator'), ('grl_bypass', 'reader'), ('grl_plain', 'approver')) t(r, b) \g /dev/null
+SELECT idemgate.revoke_role(r::regrole, b) FROM (VALUES ('grl_operator', 'operator'), ('grl_bypass', 'reader'), ('grl_plain', 'approver')) t(r, b) \g /dev/null
 ALTER ROLE grl_plain RESET ALL;
 REVOKE USAGE ON SCHEMA tap FROM grl_operator;
 DROP ROLE grl_operator, grl_super, grl_bypass, grl_repl, grl_creator, grl_plain;
