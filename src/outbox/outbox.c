@@ -266,12 +266,19 @@ static SavedStatement expired_stmt = {
 	2, {TEXTOID, INT4OID}
 };
 
+/*
+ * INSERT_EFFECT_SQL is the effect's insert with more columns and their
+ * values (each with a leading comma) after next_attempt_at.
+ */
+#define INSERT_EFFECT_SQL(columns, values) \
+	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload," \
+	"                             next_attempt_at" columns "/*@bucket_col*/)" \
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now())" values "/*@bucket_val*/)" \
+	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING" \
+	" RETURNING effect_id /*@route $2*/"
+
 static SavedStatement insert_effect_stmt = {
-	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
-	"                             next_attempt_at/*@bucket_col*/)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
-	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING"
-	" RETURNING effect_id /*@route $2*/",
+	INSERT_EFFECT_SQL("", ""),
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 
@@ -283,12 +290,7 @@ static SavedStatement insert_effect_stmt = {
  * ALTER EXTENSION UPDATE, README.md "Upgrading").
  */
 static SavedStatement insert_windowed_effect_stmt = {
-	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
-	"                             next_attempt_at, cancel_until/*@bucket_col*/)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()), "
-	"GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
-	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING"
-	" RETURNING effect_id /*@route $2*/",
+	INSERT_EFFECT_SQL(", cancel_until", ", GREATEST($6, pg_catalog.now())"),
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 
