@@ -156,6 +156,23 @@ static SavedStatement lease_to_puller_stmt = {
 };
 
 /*
+ * The end of both completions: after the CTE done (the completed effects),
+ * lock their runs still approved, in key order, and return the effects,
+ * then the locked runs' keys with a NULL effect.
+ */
+#define COMPLETED_AND_LOCKED_RUNS_SQL \
+	"), locked AS (" \
+	" SELECT r.idempotency_key FROM idemgate.runs r" \
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY " \
+	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/" \
+	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE" \
+	" ORDER BY r.idempotency_key FOR UPDATE OF r" \
+	")" \
+	" SELECT d.effect_id, d.idempotency_key FROM done d" \
+	" UNION ALL" \
+	" SELECT NULL, l.idempotency_key FROM locked l"
+
+/*
  * Completing effects, one statement for a whole batch: each effect of $1
  * still held by its owner (same position in $2) becomes completed with its
  * provider id and status ($3, $4). The row itself is the record of the
@@ -182,16 +199,7 @@ static SavedStatement complete_stmt = {
 	"   AND o.lease_owner OPERATOR(pg_catalog.=) "
 	"($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
 	" RETURNING o.effect_id, o.idempotency_key"
-	"), locked AS ("
-	" SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY "
-	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
-	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
-	" ORDER BY r.idempotency_key FOR UPDATE OF r"
-	")"
-	" SELECT d.effect_id, d.idempotency_key FROM done d"
-	" UNION ALL"
-	" SELECT NULL, l.idempotency_key FROM locked l",
+	COMPLETED_AND_LOCKED_RUNS_SQL,
 	4, {UUIDARRAYOID, UUIDARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, GENERIC_PLAN
 };
 
@@ -209,16 +217,7 @@ static SavedStatement complete_one_stmt = {
 	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
 	"   AND o.lease_owner OPERATOR(pg_catalog.=) $2"
 	" RETURNING o.effect_id, o.idempotency_key"
-	"), locked AS ("
-	" SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY "
-	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
-	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
-	" ORDER BY r.idempotency_key FOR UPDATE OF r"
-	")"
-	" SELECT d.effect_id, d.idempotency_key FROM done d"
-	" UNION ALL"
-	" SELECT NULL, l.idempotency_key FROM locked l",
+	COMPLETED_AND_LOCKED_RUNS_SQL,
 	4, {UUIDOID, UUIDOID, TEXTOID, INT4OID}
 };
 static SavedStatement lock_sending_stmt = {
