@@ -380,12 +380,10 @@ InsertApproval(text *key, int64 run_version, Jsonb *effects, int effect_count,
 	values[0] = UUIDPGetDatum(approval_id);
 	values[1] = PointerGetDatum(key);
 	values[2] = PointerGetDatum(Sha256Bytea(token, strlen(token)));
-	values[3] = PointerGetDatum(audience);
-	nulls[3] = audience ? ' ' : 'n';
+	SetPointerParam(values, nulls, 3, audience);
 	SetTextParam(values, nulls, 4, requested_by);
 	values[5] = IntervalPGetDatum(expires_in);
-	values[6] = JsonbPGetDatum(card);
-	nulls[6] = card ? ' ' : 'n';
+	SetPointerParam(values, nulls, 6, card);
 	values[7] = JsonbPGetDatum(effects);
 	values[8] = Int64GetDatum(run_version);
 	ExecSavedOneRow(&insert_approval_stmt, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,

@@ -42,6 +42,7 @@
 #include "utils/portal.h"
 
 #include "core/pg_compat.h"
+#include "core/utility_chain.h"
 #include "citus/shard_autocommit.h"
 
 /*
@@ -105,12 +106,8 @@ CountingProcessUtility(PlannedStmt *pstmt, const char *queryString, bool readOnl
 	nesting++;
 	PG_TRY();
 	{
-		if (prev_ProcessUtility)
-			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
-		else
-			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-									queryEnv, dest, qc);
+		NextProcessUtility(prev_ProcessUtility, pstmt, queryString, readOnlyTree, context,
+						   params, queryEnv, dest, qc);
 	}
 	PG_FINALLY();
 	{

@@ -539,6 +539,17 @@ SetTextParam(Datum *values, char *nulls, int i, const char *s)
 	nulls[i] = s ? ' ' : 'n';
 }
 
+/*
+ * SetPointerParam sets parameter i to the by-reference datum p (text,
+ * jsonb, uuid, interval ...), or to NULL when p is NULL.
+ */
+void
+SetPointerParam(Datum *values, char *nulls, int i, const void *p)
+{
+	values[i] = PointerGetDatum(p);
+	nulls[i] = p ? ' ' : 'n';
+}
+
 /* IdemgateRelid returns the OID of idemgate.<name>, or InvalidOid. */
 Oid
 IdemgateRelid(const char *name)

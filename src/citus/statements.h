@@ -84,5 +84,6 @@ extern void PutResultRows(ReturnSetInfo *rsinfo, int ncols);
 extern bool ExecSavedFind(SavedStatement *stmt, Datum value, const char *failure);
 extern void ConnectSPI(void);
 extern void SetTextParam(Datum *values, char *nulls, int i, const char *s);
+extern void SetPointerParam(Datum *values, char *nulls, int i, const void *p);
 
 #endif

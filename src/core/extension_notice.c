@@ -33,6 +33,7 @@
 
 #include "core/extension_notice.h"
 #include "core/guc.h"
+#include "core/utility_chain.h"
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
@@ -83,12 +84,8 @@ NoticeUtility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		strcmp(((CreateExtensionStmt *) parsetree)->extname, "idemgate") == 0)
 		RefuseSchemaClause((CreateExtensionStmt *) parsetree);
 
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
+	NextProcessUtility(prev_ProcessUtility, pstmt, queryString, readOnlyTree, context,
+					   params, queryEnv, dest, qc);
 
 	if (IsA(parsetree, CreateExtensionStmt) &&
 		strcmp(((CreateExtensionStmt *) parsetree)->extname, "idemgate") == 0 &&

@@ -122,6 +122,88 @@ CheckHostList(char **newval, void **extra, GucSource source)
 	return true;
 }
 
+/* An integer setting, as DefineCustomIntVariable takes it. */
+typedef struct IntSetting
+{
+	const char *name;
+	const char *short_desc;
+	const char *long_desc;
+	int		   *value;
+	int			boot;
+	int			min;
+	int			max;
+	GucContext	context;
+	int			flags;
+} IntSetting;
+
+/* The integer settings a running server may change (SIGHUP or SUSET). */
+static const IntSetting int_settings[] = {
+	{"idemgate.batch_size", "Effects a dispatcher claims per round.", NULL,
+	 &IdemgateBatchSize, 100, 1, 10000, PGC_SIGHUP, 0},
+	{"idemgate.poll_interval", "Longest sleep of an idle dispatcher; new effects wake it sooner.",
+	 NULL, &IdemgatePollIntervalMs, 1000, 10, 600000, PGC_SIGHUP, GUC_UNIT_MS},
+	{"idemgate.circuit_failures",
+	 "Retryable failures of one endpoint in a row that open its circuit (0: never).",
+	 "While a circuit is open the endpoint's effects wait as pending and a "
+	 "probe goes out after a backoff from 5 s to 5 min.",
+	 &IdemgateCircuitFailures, 5, 0, 1000, PGC_SIGHUP, 0},
+	{"idemgate.circuit_max_hold",
+	 "Longest an effect waits behind an open circuit before it is dead-lettered as unavailable.",
+	 NULL, &IdemgateCircuitMaxHoldSecs, SECS_PER_DAY, 60, 30 * SECS_PER_DAY,
+	 PGC_SIGHUP, GUC_UNIT_S},
+	{"idemgate.max_in_flight", "Most HTTP requests a dispatcher has in flight at once.", NULL,
+	 &IdemgateMaxInFlight, 64, 1, IDEMGATE_MAX_IN_FLIGHT, PGC_SIGHUP, 0},
+	{"idemgate.max_backoff",
+	 "Longest backoff between two attempts of an effect; "
+	 "a provider's Retry-After is honoured beyond it, up to 24 hours.",
+	 NULL, &IdemgateMaxBackoffSecs, SECS_PER_HOUR, 1, IDEMGATE_MAX_WAIT_SETTING_SECS,
+	 PGC_SIGHUP, GUC_UNIT_S},
+	{"idemgate.max_lease_life", "Longest total life of a run's lease, renewals included.", NULL,
+	 &IdemgateMaxLeaseLifeSecs, SECS_PER_HOUR, 1, IDEMGATE_MAX_WAIT_SETTING_SECS,
+	 PGC_SUSET, GUC_UNIT_S},
+	{"idemgate.max_run_attempts",
+	 "Failures after which a retryable run failure becomes terminal.", NULL,
+	 &IdemgateMaxRunAttempts, 3, 1, 100, PGC_SUSET, 0},
+	{"idemgate.retention", "Age after which the dispatcher purges finished runs; 0 disables.",
+	 NULL, &IdemgateRetentionSecs, IDEMGATE_DEFAULT_RETENTION_SECS, 0, PG_INT32_MAX,
+	 PGC_SIGHUP, GUC_UNIT_S},
+	{"idemgate.alert_failures",
+	 "Failures in 10 minutes above which the failure-rate alert fires.", NULL,
+	 &IdemgateAlertFailures, 10, 0, PG_INT32_MAX, PGC_SIGHUP, 0},
+	/* Read by the alerts view (idemgate.alert_instances) with current_setting. */
+	{"idemgate.alert_stuck_after",
+	 "Age of due pending effects after which the stuck_effects alert fires.", NULL,
+	 &IdemgateAlertStuckAfterSecs, 15 * 60, 1, 7 * 24 * 3600, PGC_SIGHUP, GUC_UNIT_S},
+	{"idemgate.alert_dispatcher_missing_after",
+	 "How long HTTP effects may be due with no running dispatcher serving "
+	 "the database before dispatcher_missing fires.",
+	 NULL, &IdemgateAlertDispatcherMissingAfterSecs, 60, 0, 24 * 3600, PGC_SIGHUP, GUC_UNIT_S},
+	{"idemgate.alert_stalled_after",
+	 "How long a run may sit in processing with an expired lease, "
+	 "or in failed_retryable, before stalled_runs fires.",
+	 NULL, &IdemgateAlertStalledAfterSecs, 15 * 60, 1, IDEMGATE_MAX_ALERT_STALLED_SECS,
+	 PGC_SIGHUP, GUC_UNIT_S},
+	{"idemgate.alert_lease_takeovers",
+	 "Takeovers of expired leases in one workflow in 10 minutes above which "
+	 "lease_takeovers fires.",
+	 NULL, &IdemgateAlertLeaseTakeovers, 5, 0, PG_INT32_MAX, PGC_SIGHUP, 0},
+	{"idemgate.alert_approval_wait",
+	 "How long an approval may wait undecided before approvals_waiting fires.", NULL,
+	 &IdemgateAlertApprovalWaitSecs, 4 * 3600, 60, IDEMGATE_MAX_ALERT_APPROVAL_WAIT_SECS,
+	 PGC_SIGHUP, GUC_UNIT_S},
+	/* Read by record_validation: the seeds' bounded repair. */
+	{"idemgate.max_repairs",
+	 "Invalid validations of one run that may be repaired; "
+	 "the next one fails the run for good (invalid_output).",
+	 NULL, &IdemgateMaxRepairs, 2, 0, IDEMGATE_MAX_REPAIRS, PGC_SIGHUP, 0},
+	/* Read by purge and purge_tombstones. */
+	{"idemgate.tombstone_retention",
+	 "How long purge keeps a purged run's key, payload hash and final "
+	 "state, so that a late duplicate is still recognised.",
+	 NULL, &IdemgateTombstoneRetentionSecs, 400 * SECS_PER_DAY, 0,
+	 IDEMGATE_MAX_TOMBSTONE_RETENTION_SECS, PGC_SIGHUP, GUC_UNIT_S},
+};
+
 /* DefineIdemgateSettings registers every idemgate.* setting. */
 void
 DefineIdemgateSettings(void)
@@ -149,30 +231,13 @@ DefineIdemgateSettings(void)
 								NULL, &IdemgateDispatchers, 1, 0, IDEMGATE_MAX_DISPATCHERS,
 								at_start, 0, NULL, NULL, NULL);
 	}
-	DefineCustomIntVariable("idemgate.batch_size",
-							"Effects a dispatcher claims per round.",
-							NULL, &IdemgateBatchSize, 100, 1, 10000,
-							PGC_SIGHUP, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.poll_interval",
-							"Longest sleep of an idle dispatcher; new effects wake it sooner.",
-							NULL, &IdemgatePollIntervalMs, 1000, 10, 600000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.circuit_failures",
-							"Retryable failures of one endpoint in a row that open its "
-							"circuit (0: never).",
-							"While a circuit is open the endpoint's effects wait as pending and a "
-							"probe goes out after a backoff from 5 s to 5 min.",
-							&IdemgateCircuitFailures, 5, 0, 1000,
-							PGC_SIGHUP, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.circuit_max_hold",
-							"Longest an effect waits behind an open circuit before it is "
-							"dead-lettered as unavailable.",
-							NULL, &IdemgateCircuitMaxHoldSecs, SECS_PER_DAY, 60, 30 * SECS_PER_DAY,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.max_in_flight",
-							"Most HTTP requests a dispatcher has in flight at once.",
-							NULL, &IdemgateMaxInFlight, 64, 1, IDEMGATE_MAX_IN_FLIGHT,
-							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	for (int i = 0; i < lengthof(int_settings); i++)
+	{
+		const IntSetting *g = &int_settings[i];
+
+		DefineCustomIntVariable(g->name, g->short_desc, g->long_desc, g->value, g->boot,
+								g->min, g->max, g->context, g->flags, NULL, NULL, NULL);
+	}
 	DefineCustomBoolVariable("idemgate.actions_enabled",
 							 "External sends happen only when this and "
 							 "idemgate.set_actions_enabled() are both on.",
@@ -183,74 +248,6 @@ DefineIdemgateSettings(void)
 							   "(comma-separated).",
 							   NULL, &IdemgateAllowedHttpHosts, "localhost,127.0.0.1,::1",
 							   PGC_SIGHUP, GUC_LIST_INPUT, CheckHostList, NULL, NULL);
-	DefineCustomIntVariable("idemgate.max_backoff",
-							"Longest backoff between two attempts of an effect; "
-							"a provider's Retry-After is honoured beyond it, up to 24 hours.",
-							NULL, &IdemgateMaxBackoffSecs, SECS_PER_HOUR, 1,
-							IDEMGATE_MAX_WAIT_SETTING_SECS,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.max_lease_life",
-							"Longest total life of a run's lease, renewals included.",
-							NULL, &IdemgateMaxLeaseLifeSecs, SECS_PER_HOUR, 1,
-							IDEMGATE_MAX_WAIT_SETTING_SECS,
-							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.max_run_attempts",
-							"Failures after which a retryable run failure becomes terminal.",
-							NULL, &IdemgateMaxRunAttempts, 3, 1, 100,
-							PGC_SUSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.retention",
-							"Age after which the dispatcher purges finished runs; 0 disables.",
-							NULL, &IdemgateRetentionSecs, IDEMGATE_DEFAULT_RETENTION_SECS, 0,
-							PG_INT32_MAX,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.alert_failures",
-							"Failures in 10 minutes above which the failure-rate alert fires.",
-							NULL, &IdemgateAlertFailures, 10, 0, PG_INT32_MAX,
-							PGC_SIGHUP, 0, NULL, NULL, NULL);
-
-	/* Read by the alerts view (idemgate.alert_instances) with current_setting. */
-	DefineCustomIntVariable("idemgate.alert_stuck_after",
-							"Age of due pending effects after which the stuck_effects alert fires.",
-							NULL, &IdemgateAlertStuckAfterSecs, 15 * 60, 1, 7 * 24 * 3600,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.alert_dispatcher_missing_after",
-							"How long HTTP effects may be due with no running dispatcher serving "
-							"the database before dispatcher_missing fires.",
-							NULL, &IdemgateAlertDispatcherMissingAfterSecs, 60, 0, 24 * 3600,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-
-	DefineCustomIntVariable("idemgate.alert_stalled_after",
-							"How long a run may sit in processing with an expired lease, "
-							"or in failed_retryable, before stalled_runs fires.",
-							NULL, &IdemgateAlertStalledAfterSecs, 15 * 60, 1,
-							IDEMGATE_MAX_ALERT_STALLED_SECS,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.alert_lease_takeovers",
-							"Takeovers of expired leases in one workflow in 10 minutes above which "
-							"lease_takeovers fires.",
-							NULL, &IdemgateAlertLeaseTakeovers, 5, 0, PG_INT32_MAX,
-							PGC_SIGHUP, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("idemgate.alert_approval_wait",
-							"How long an approval may wait undecided before "
-							"approvals_waiting fires.",
-							NULL, &IdemgateAlertApprovalWaitSecs, 4 * 3600, 60,
-							IDEMGATE_MAX_ALERT_APPROVAL_WAIT_SECS,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
-
-	/* Read by record_validation: the seeds' bounded repair. */
-	DefineCustomIntVariable("idemgate.max_repairs",
-							"Invalid validations of one run that may be repaired; "
-							"the next one fails the run for good (invalid_output).",
-							NULL, &IdemgateMaxRepairs, 2, 0, IDEMGATE_MAX_REPAIRS,
-							PGC_SIGHUP, 0, NULL, NULL, NULL);
-
-	/* Read by purge and purge_tombstones. */
-	DefineCustomIntVariable("idemgate.tombstone_retention",
-							"How long purge keeps a purged run's key, payload hash and final "
-							"state, so that a late duplicate is still recognised.",
-							NULL, &IdemgateTombstoneRetentionSecs, 400 * SECS_PER_DAY, 0,
-							IDEMGATE_MAX_TOMBSTONE_RETENTION_SECS,
-							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 
 	/*
 	 * Read by publish_alerts. Anyone who may connect may LISTEN, so this is

@@ -77,11 +77,9 @@ RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
 
 	values[0] = CStringGetTextDatum(kind);
 	values[1] = PointerGetDatum(key);
-	values[2] = UUIDPGetDatum(effect_id);
-	nulls[2] = effect_id ? ' ' : 'n';
+	SetPointerParam(values, nulls, 2, effect_id);
 	SetTextParam(values, nulls, 3, effect_type);
-	values[4] = JsonbPGetDatum(payload);
-	nulls[4] = payload ? ' ' : 'n';
+	SetPointerParam(values, nulls, 4, payload);
 	SetTextParam(values, nulls, 5, error_class);
 	SetTextParam(values, nulls, 6, error);
 	values[7] = Int32GetDatum(attempts);
@@ -164,8 +162,7 @@ LockOpenDeadLetters(text *effect_type, Datum since, bool since_null, int *n)
 	char		nulls[2] = {' ', ' '};
 	int64	   *ids;
 
-	values[0] = PointerGetDatum(effect_type);
-	nulls[0] = effect_type ? ' ' : 'n';
+	SetPointerParam(values, nulls, 0, effect_type);
 	values[1] = since_null ? (Datum) 0 : since;
 	nulls[1] = since_null ? 'n' : ' ';
 	ExecSavedExpect(&open_letters_stmt, values, nulls, false, 0, SPI_OK_SELECT,

@@ -106,14 +106,11 @@ RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
-	values[0] = PointerGetDatum(key);
-	nulls[0] = key ? ' ' : 'n';
-	values[1] = UUIDPGetDatum(effect_id);
-	nulls[1] = effect_id ? ' ' : 'n';
+	SetPointerParam(values, nulls, 0, key);
+	SetPointerParam(values, nulls, 1, effect_id);
 	values[2] = CStringGetTextDatum(kind);
 	SetTextParam(values, nulls, 3, actor);
-	values[4] = JsonbPGetDatum(details);
-	nulls[4] = details ? ' ' : 'n';
+	SetPointerParam(values, nulls, 4, details);
 
 	if (ExecSaved(&insert_event, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record event \"%s\"", kind);
@@ -144,8 +141,7 @@ RecordDuplicateEvent(text *key, const char *actor, Datum workflow, bool workflow
 	dupnulls[2] = workflow_null ? 'n' : ' ';
 	dup[3] = state;
 	dup[4] = Int64GetDatum(version);
-	dup[5] = PointerGetDatum(origin);
-	dupnulls[5] = origin ? ' ' : 'n';
+	SetPointerParam(dup, dupnulls, 5, origin);
 	ExecSavedExpect(&duplicate_event_stmt, dup, dupnulls, false, 0, SPI_OK_INSERT,
 					"could not record duplicate claim");
 }

@@ -294,12 +294,9 @@ ClaimInBucket(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	values[1] = PointerGetDatum(key);
 	values[2] = JsonbPGetDatum(payload);
 	values[3] = IntervalPGetDatum(lease);
-	values[4] = PointerGetDatum(workflow);
-	nulls[4] = workflow ? ' ' : 'n';
-	values[5] = UUIDPGetDatum(owner);
-	nulls[5] = owner ? ' ' : 'n';
-	values[6] = PointerGetDatum(origin);
-	nulls[6] = origin ? ' ' : 'n';
+	SetPointerParam(values, nulls, 4, workflow);
+	SetPointerParam(values, nulls, 5, owner);
+	SetPointerParam(values, nulls, 6, origin);
 
 	nestlevel = BeginShardAutocommit();
 	rc = ExecSaved(&claim_in_bucket_stmt, values, nulls, false, 0);
@@ -374,16 +371,13 @@ ClaimRun(text *key, Jsonb *payload, Interval *lease, text *workflow,
 	}
 
 	values[0] = PointerGetDatum(key);
-	values[1] = PointerGetDatum(workflow);
-	nulls[1] = workflow ? ' ' : 'n';
+	SetPointerParam(values, nulls, 1, workflow);
 	values[2] = PointerGetDatum(hash);
 	values[3] = JsonbPGetDatum(payload);
 	values[4] = UUIDPGetDatum(run.owner);
 	values[5] = IntervalPGetDatum(lease);
-	values[6] = PointerGetDatum(replaces_key);
-	nulls[6] = replaces_key ? ' ' : 'n';
-	values[7] = PointerGetDatum(origin);
-	nulls[7] = origin ? ' ' : 'n';
+	SetPointerParam(values, nulls, 6, replaces_key);
+	SetPointerParam(values, nulls, 7, origin);
 	lookup[0] = PointerGetDatum(key);
 
 	/*

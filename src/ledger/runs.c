@@ -301,14 +301,12 @@ MoveRun(text *key, pg_uuid_t *owner, const int64 *version, const char *from_stat
 	if (!IsRunState(to_state))
 		elog(ERROR, "idemgate: \"%s\" is not a run state", to_state);
 	values[0] = PointerGetDatum(key);
-	values[1] = UUIDPGetDatum(owner);
-	nulls[1] = owner ? ' ' : 'n';
+	SetPointerParam(values, nulls, 1, owner);
 	values[2] = Int64GetDatum(version ? *version : 0);
 	nulls[2] = version ? ' ' : 'n';
 	values[3] = CStringGetTextDatum(from_state);
 	values[4] = CStringGetTextDatum(to_state);
-	values[5] = JsonbPGetDatum(result);
-	nulls[5] = result ? ' ' : 'n';
+	SetPointerParam(values, nulls, 5, result);
 	values[6] = Int32GetDatum(count_failure ? 1 : 0);
 	if (ExecSaved(LeavesForEffects(from_state, to_state) && RunValidationTracked() ?
 				  &move_valid_stmt : &move_stmt,

@@ -392,6 +392,16 @@ AppendFloat(StringInfo buf, bool isnull, double value)
 		appendStringInfoString(buf, float8out_internal(value));
 }
 
+/* AppendSampleEnd closes a sample's labels and appends its value and newline. */
+static void
+AppendSampleEnd(StringInfo buf, bool isnull, double value)
+{
+	appendStringInfoString(buf, "} ");
+	AppendFloat(buf, isnull, value);
+	appendStringInfoChar(buf, '\n');
+}
+
+
 /*
  * AppendMetric appends one metric family with a single sample: HELP, TYPE
  * (always gauge: windowed counts go down as events leave the window) and
@@ -438,22 +448,29 @@ idemgate_run_metrics(PG_FUNCTION_ARGS)
 }
 
 /*
+ * ReturnStatementRows returns the first ncols columns of stmt's rows (run
+ * without parameters) as the calling set-returning function's result.
+ */
+static Datum
+ReturnStatementRows(FunctionCallInfo fcinfo, SavedStatement *stmt, int ncols, const char *failure)
+{
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	ConnectSPI();
+	ExecSavedExpect(stmt, NULL, NULL, true, 0, SPI_OK_SELECT, failure);
+	PutResultRows((ReturnSetInfo *) fcinfo->resultinfo, ncols);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
  * idemgate_effect_type_metrics implements effect_type_metrics(): one row per
  * effect type with what prometheus() exports for it.
  */
 Datum
 idemgate_effect_type_metrics(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo;
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ConnectSPI();
-	ExecSavedExpect(&type_metrics_stmt, NULL, NULL, true, 0, SPI_OK_SELECT,
-					"effect type metrics statement failed");
-	PutResultRows(rsinfo, TYPE_METRIC_COLUMNS);
-	SPI_finish();
-	return (Datum) 0;
+	return ReturnStatementRows(fcinfo, &type_metrics_stmt, TYPE_METRIC_COLUMNS,
+							   "effect type metrics statement failed");
 }
 
 /*
@@ -463,16 +480,7 @@ idemgate_effect_type_metrics(PG_FUNCTION_ARGS)
 Datum
 idemgate_alerts_firing(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo;
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ConnectSPI();
-	ExecSavedExpect(AlertsStatement(), NULL, NULL, true, 0, SPI_OK_SELECT,
-					"alerts statement failed");
-	PutResultRows(rsinfo, 4);
-	SPI_finish();
-	return (Datum) 0;
+	return ReturnStatementRows(fcinfo, AlertsStatement(), 4, "alerts statement failed");
 }
 
 /*
@@ -495,6 +503,46 @@ AppendLabel(StringInfo buf, const char *name, const char *value)
 			appendStringInfoChar(buf, *p);
 	}
 	appendStringInfoChar(buf, '"');
+}
+
+/* A label whose value is a text column of SPI's rows (1-based). */
+typedef struct RowLabel
+{
+	const char *name;
+	int			column;
+} RowLabel;
+
+/*
+ * AppendRowSamples appends a sample of family per row of SPI_tuptable:
+ * nlabels labels from the rows' columns (a row with a NULL one has no
+ * sample) and the bigint column value_column as its value.
+ */
+static void
+AppendRowSamples(StringInfo buf, const char *family, const RowLabel *labels, int nlabels,
+				 int value_column)
+{
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		bool		isnull;
+		Datum		d = SPI_getbinval(tup, desc, value_column, &isnull);
+		bool		skip = false;
+
+		for (int l = 0; l < nlabels && !skip; l++)
+			skip = SPI_getvalue(tup, desc, labels[l].column) == NULL;
+		if (skip)
+			continue;
+		appendStringInfo(buf, "%s{", family);
+		for (int l = 0; l < nlabels; l++)
+		{
+			if (l > 0)
+				appendStringInfoChar(buf, ',');
+			AppendLabel(buf, labels[l].name, SPI_getvalue(tup, desc, labels[l].column));
+		}
+		AppendSampleEnd(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
+	}
 }
 
 /* One per-type family: name, help, type, and which column holds the value. */
@@ -520,6 +568,10 @@ static const TypeFamily type_families[] = {
 	 "1 while the type is paused (pause_effect_type), else 0.", "gauge", 7},
 	{NULL, NULL, NULL, 0}
 };
+
+/* The labels of the alerts' samples: columns of AlertsStatement(). */
+static const RowLabel firing_labels[] = {{"alert", 1}, {"severity", 2}, {"subject", 3}};
+static const RowLabel keys_labels[] = {{"alert", 1}, {"subject", 3}, {"keys", 5}};
 
 /*
  * AppendOperations appends the per-type families, the dispatcher gauge and
@@ -563,9 +615,7 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 			appendStringInfoString(buf, tf->name);
 			appendStringInfoChar(buf, '{');
 			AppendLabel(buf, "effect_type", type);
-			appendStringInfoString(buf, "} ");
-			AppendFloat(buf, isnull, v);
-			appendStringInfoChar(buf, '\n');
+			AppendSampleEnd(buf, isnull, v);
 		}
 	}
 	MemoryContextSwitchTo(old);
@@ -586,21 +636,7 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 						   "# HELP idemgate_alerts_firing Alerts of the idemgate.alerts view "
 						   "firing now; the value is the alert's count.\n"
 						   "# TYPE idemgate_alerts_firing gauge\n");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull);
-
-		appendStringInfoString(buf, "idemgate_alerts_firing{");
-		AppendLabel(buf, "alert", SPI_getvalue(tup, SPI_tuptable->tupdesc, 1));
-		appendStringInfoChar(buf, ',');
-		AppendLabel(buf, "severity", SPI_getvalue(tup, SPI_tuptable->tupdesc, 2));
-		appendStringInfoChar(buf, ',');
-		AppendLabel(buf, "subject", SPI_getvalue(tup, SPI_tuptable->tupdesc, 3));
-		appendStringInfoString(buf, "} ");
-		AppendFloat(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
-		appendStringInfoChar(buf, '\n');
-	}
+	AppendRowSamples(buf, "idemgate_alerts_firing", firing_labels, lengthof(firing_labels), 4);
 
 	/*
 	 * The business event of the alerts about runs: which keys. A family of
@@ -611,26 +647,11 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 						   "# HELP idemgate_alert_first_keys The first keys of the runs a firing "
 						   "alert is about (label keys); the value is the alert's count.\n"
 						   "# TYPE idemgate_alert_first_keys gauge\n");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		char	   *keys = SPI_getvalue(tup, SPI_tuptable->tupdesc, 5);
-		Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 4, &isnull);
-
-		if (keys == NULL)
-			continue;
-		appendStringInfoString(buf, "idemgate_alert_first_keys{");
-		AppendLabel(buf, "alert", SPI_getvalue(tup, SPI_tuptable->tupdesc, 1));
-		appendStringInfoChar(buf, ',');
-		AppendLabel(buf, "subject", SPI_getvalue(tup, SPI_tuptable->tupdesc, 3));
-		appendStringInfoChar(buf, ',');
-		AppendLabel(buf, "keys", keys);
-		appendStringInfoString(buf, "} ");
-		AppendFloat(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
-		appendStringInfoChar(buf, '\n');
-	}
+	AppendRowSamples(buf, "idemgate_alert_first_keys", keys_labels, lengthof(keys_labels), 4);
 	MemoryContextSwitchTo(old);
 }
+
+static const RowLabel type_label = {"effect_type", 1};
 
 /*
  * AppendReviewMetrics appends idemgate_reviews_requested_total per effect
@@ -654,18 +675,7 @@ AppendReviewMetrics(StringInfo buf, MemoryContext outcxt)
 						   "into an approval request by the type's review_sample, "
 						   "since its policy was set.\n"
 						   "# TYPE idemgate_reviews_requested_total counter\n");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		bool		isnull;
-		Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
-
-		appendStringInfoString(buf, "idemgate_reviews_requested_total{");
-		AppendLabel(buf, "effect_type", SPI_getvalue(tup, SPI_tuptable->tupdesc, 1));
-		appendStringInfoString(buf, "} ");
-		AppendFloat(buf, isnull, isnull ? 0.0 : (double) DatumGetInt64(d));
-		appendStringInfoChar(buf, '\n');
-	}
+	AppendRowSamples(buf, "idemgate_reviews_requested_total", &type_label, 1, 2);
 	MemoryContextSwitchTo(old);
 }
 
@@ -724,13 +734,72 @@ AppendRunMetrics(StringInfo buf, TimestampTz since, const char *window, MemoryCo
 					IntervalSeconds(d) : (double) DatumGetInt64(d);
 			appendStringInfo(buf, "%s{%s,", rf->name, window);
 			AppendLabel(buf, "workflow", workflow ? workflow : "");
-			appendStringInfoString(buf, "} ");
-			AppendFloat(buf, isnull, v);
-			appendStringInfoChar(buf, '\n');
+			AppendSampleEnd(buf, isnull, v);
 		}
 	}
 	MemoryContextSwitchTo(old);
 }
+
+/* How a column of metrics() becomes a sample. */
+typedef enum ValueKind
+{
+	VALUE_COUNT,				/* bigint */
+	VALUE_RATE,					/* float8 */
+	VALUE_SECONDS				/* interval */
+} ValueKind;
+
+/* A family of one sample from a column of metrics(). */
+typedef struct MetricFamily
+{
+	const char *name;
+	const char *help;
+	ValueKind	kind;
+} MetricFamily;
+
+/* The first columns of metrics(), in order: the windowed ones, then the backlog's. */
+static const MetricFamily metric_families[] = {
+	{"idemgate_claims", "Claim calls in the window (claimed, recovered or duplicate).",
+	 VALUE_COUNT},
+	{"idemgate_duplicates", "Claim calls answered duplicate (same key seen again) in the window.",
+	 VALUE_COUNT},
+	{"idemgate_duplicate_rate",
+	 "Duplicates divided by claims in the window (NaN without claims).", VALUE_RATE},
+	{"idemgate_recovered",
+	 "Claim calls answered recovered (retryable or expired run taken over) in the window.",
+	 VALUE_COUNT},
+	{"idemgate_approvals_decided",
+	 "Approvals decided by a human (approve or reject) in the window.", VALUE_COUNT},
+
+	/*
+	 * Two gauges, not one family with a quantile label: that label is
+	 * reserved for summaries, whose _sum and _count are counters since
+	 * start, and these percentiles are over a window.
+	 */
+	{"idemgate_approval_wait_p50_seconds",
+	 "Median time from approval request to decision over the window (NaN without decisions).",
+	 VALUE_SECONDS},
+	{"idemgate_approval_wait_p95_seconds",
+	 "95th percentile of the time from approval request to decision over the window "
+	 "(NaN without decisions).", VALUE_SECONDS},
+	{"idemgate_validations", "Validations of model output recorded in the window.", VALUE_COUNT},
+	{"idemgate_validation_failure_rate",
+	 "Invalid validations divided by validations in the window (NaN without validations).",
+	 VALUE_RATE},
+	{"idemgate_auto_approved",
+	 "Effects enqueued without a human (enqueue_effect calls) in the window.", VALUE_COUNT},
+	{"idemgate_human_approved", "Approvals granted by a human in the window.", VALUE_COUNT},
+	{"idemgate_retries", "Failed effect attempts that will be retried, in the window.",
+	 VALUE_COUNT},
+	{"idemgate_retry_exhausted", "Effects dead-lettered after their last attempt in the window.",
+	 VALUE_COUNT},
+	{"idemgate_unknown_effects",
+	 "Effects whose delivery is unknown now (check with the provider, then resolve_effect).",
+	 VALUE_COUNT},
+	{"idemgate_dead_letters_open", "Dead letters not reinjected now.", VALUE_COUNT},
+};
+
+/* How many of metric_families carry the window label. */
+#define WINDOWED_FAMILIES 13
 
 /*
  * idemgate_prometheus implements prometheus(): metrics(now() - 7 days) in
@@ -762,55 +831,20 @@ idemgate_prometheus(PG_FUNCTION_ARGS)
 	AppendReviewMetrics(&ops, outcxt);
 	SPI_finish();
 
-#define COUNT(i) n[i], n[i] ? 0.0 : (double) DatumGetInt64(v[i])
-#define RATE(i) n[i], n[i] ? 0.0 : DatumGetFloat8(v[i])
-#define SECS(i) n[i], n[i] ? 0.0 : IntervalSeconds(v[i])
-
 	initStringInfo(&buf);
-	AppendMetric(&buf, "idemgate_claims",
-				 "Claim calls in the window (claimed, recovered or duplicate).", w, COUNT(0));
-	AppendMetric(&buf, "idemgate_duplicates",
-				 "Claim calls answered duplicate (same key seen again) in the window.",
-				 w, COUNT(1));
-	AppendMetric(&buf, "idemgate_duplicate_rate",
-				 "Duplicates divided by claims in the window (NaN without claims).", w, RATE(2));
-	AppendMetric(&buf, "idemgate_recovered",
-				 "Claim calls answered recovered (retryable or expired run taken over) "
-				 "in the window.", w, COUNT(3));
-	AppendMetric(&buf, "idemgate_approvals_decided",
-				 "Approvals decided by a human (approve or reject) in the window.", w, COUNT(4));
-	/*
-	 * Two gauges, not one family with a quantile label: that label is
-	 * reserved for summaries, whose _sum and _count are counters since
-	 * start, and these percentiles are over a window.
-	 */
-	AppendMetric(&buf, "idemgate_approval_wait_p50_seconds",
-				 "Median time from approval request to decision over the window (NaN "
-				 "without decisions).", w, SECS(5));
-	AppendMetric(&buf, "idemgate_approval_wait_p95_seconds",
-				 "95th percentile of the time from approval request to decision over the window "
-				 "(NaN without decisions).", w, SECS(6));
-	AppendMetric(&buf, "idemgate_validations",
-				 "Validations of model output recorded in the window.", w, COUNT(7));
-	AppendMetric(&buf, "idemgate_validation_failure_rate",
-				 "Invalid validations divided by validations in the window (NaN without "
-				 "validations).", w, RATE(8));
-	AppendMetric(&buf, "idemgate_auto_approved",
-				 "Effects enqueued without a human (enqueue_effect calls) in the window.",
-				 w, COUNT(9));
-	AppendMetric(&buf, "idemgate_human_approved",
-				 "Approvals granted by a human in the window.", w, COUNT(10));
-	AppendMetric(&buf, "idemgate_retries",
-				 "Failed effect attempts that will be retried, in the window.", w, COUNT(11));
-	AppendMetric(&buf, "idemgate_retry_exhausted",
-				 "Effects dead-lettered after their last attempt in the window.", w, COUNT(12));
-	/* Beside it, the runs' own retry exhaustion and processing times. */
-	appendBinaryStringInfo(&buf, runs.data, runs.len);
-	AppendMetric(&buf, "idemgate_unknown_effects",
-				 "Effects whose delivery is unknown now (check with the provider, "
-				 "then resolve_effect).", "", COUNT(13));
-	AppendMetric(&buf, "idemgate_dead_letters_open",
-				 "Dead letters not reinjected now.", "", COUNT(14));
+	for (int i = 0; i < lengthof(metric_families); i++)
+	{
+		const MetricFamily *mf = &metric_families[i];
+		double		value = 0.0;
+
+		/* Beside the windowed ones, the runs' retry exhaustion and processing times. */
+		if (i == WINDOWED_FAMILIES)
+			appendBinaryStringInfo(&buf, runs.data, runs.len);
+		if (!n[i])
+			value = mf->kind == VALUE_COUNT ? (double) DatumGetInt64(v[i]) :
+				mf->kind == VALUE_RATE ? DatumGetFloat8(v[i]) : IntervalSeconds(v[i]);
+		AppendMetric(&buf, mf->name, mf->help, i < WINDOWED_FAMILIES ? w : "", n[i], value);
+	}
 	/* No open dead letter: the oldest is 0 seconds old, not unknown. */
 	AppendMetric(&buf, "idemgate_oldest_dead_letter_age_seconds",
 				 "Age of the oldest open dead letter (0 when there is none).", "",

@@ -2,10 +2,10 @@
  *
  * src/operations/request_forms.c
  *	  The one-jsonb-argument forms of the functions a workflow calls
- *	  (docs/n8n.md): request_approval, peek_approval, consume_approval,
- *	  enqueue_effect, cas_transition, renew_lease, fail, record_validation,
- *	  claim_effects, complete_effect, fail_effect and cancel_in_window.
- *	  (claim(jsonb) lives in src/ledger/claim_calls.c.)
+ *	  (docs/n8n.md): claim, request_approval, peek_approval,
+ *	  consume_approval, enqueue_effect, cas_transition, renew_lease, fail,
+ *	  record_validation, claim_effects, complete_effect, fail_effect and
+ *	  cancel_in_window.
  *
  * Design note. n8n's Postgres node pastes query parameters into the query
  * as literals, and splits a plain parameter list on commas, so a workflow
@@ -87,227 +87,75 @@ typedef struct RequestForm
 
 static Datum CallWithRequest(FunctionCallInfo fcinfo, const RequestForm *form);
 
-/* The typed functions, each defined in its own file. */
-extern PGDLLEXPORT Datum idemgate_request_approval(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_peek_approval(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_consume_approval(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_enqueue_effect(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_cas_transition(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_renew_lease(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_fail(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_record_validation(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_claim_effects(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_complete_effect(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_fail_effect(PG_FUNCTION_ARGS);
-extern PGDLLEXPORT Datum idemgate_cancel_in_window(PG_FUNCTION_ARGS);
+/*
+ * FORM(name, fields...) declares the typed function idemgate_<name>,
+ * defined in its own file, and its form, <name>_form: its arguments as
+ * fields, in their order.
+ */
+#define FORM(name, ...) \
+	extern PGDLLEXPORT Datum idemgate_##name(PG_FUNCTION_ARGS); \
+	static const RequestForm name##_form = { \
+		#name, idemgate_##name, lengthof(((const FormField[]) {__VA_ARGS__})), {__VA_ARGS__} \
+	}
 
 /*
- * The forms: each typed function's fields, in its argument order, and for
- * each the SQL-callable <name>(request jsonb), idemgate_<name>_request,
- * which calls the typed function through its form. peek_approval's
- * SQL-callable form is below (it always returns one row).
+ * REQUEST_FORM(name, fields...) declares a form and defines its
+ * SQL-callable <name>(request jsonb), idemgate_<name>_request, which calls
+ * the typed function through it.
  */
-static const RequestForm request_approval_form = {
-	"request_approval", idemgate_request_approval, 8,
-	{
-		REQ("key", FIELD_TEXT),
-		REQ("owner", FIELD_UUID),
-		REQ("version", FIELD_BIGINT),
-		REQ("effects", FIELD_JSONB),
-		DEF("expires_in", FIELD_INTERVAL, "24 hours"),
-		OPT("card", FIELD_JSONB),
-		OPT("audience", FIELD_TEXT_ARRAY),
-		OPT("requested_by", FIELD_TEXT)
-	}
-};
+#define REQUEST_FORM(name, ...) \
+	FORM(name, __VA_ARGS__); \
+	extern PGDLLEXPORT Datum idemgate_##name##_request(PG_FUNCTION_ARGS); \
+	Datum \
+	idemgate_##name##_request(PG_FUNCTION_ARGS) \
+	{ \
+		return CallWithRequest(fcinfo, &name##_form); \
+	} \
+	PG_FUNCTION_INFO_V1(idemgate_##name##_request)
 
-PG_FUNCTION_INFO_V1(idemgate_request_approval_request);
-Datum
-idemgate_request_approval_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &request_approval_form);
-}
-
-static const RequestForm peek_approval_form = {
-	"peek_approval", idemgate_peek_approval, 1,
-	{
-		REQ("token", FIELD_TEXT)
-	}
-};
-
-static const RequestForm consume_approval_form = {
-	"consume_approval", idemgate_consume_approval, 4,
-	{
-		REQ("token", FIELD_TEXT),
-		REQ("decision", FIELD_TEXT),
-		REQ("approver", FIELD_TEXT),
-		OPT("reason", FIELD_TEXT)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_consume_approval_request);
-Datum
-idemgate_consume_approval_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &consume_approval_form);
-}
-
-static const RequestForm enqueue_effect_form = {
-	"enqueue_effect", idemgate_enqueue_effect, 4,
-	{
-		REQ("key", FIELD_TEXT),
-		REQ("owner", FIELD_UUID),
-		REQ("version", FIELD_BIGINT),
-		REQ("effects", FIELD_JSONB)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_enqueue_effect_request);
-Datum
-idemgate_enqueue_effect_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &enqueue_effect_form);
-}
-
-static const RequestForm cas_transition_form = {
-	"cas_transition", idemgate_cas_transition, 5,
-	{
-		REQ("key", FIELD_TEXT),
-		REQ("owner", FIELD_UUID),
-		REQ("version", FIELD_BIGINT),
-		REQ("new_state", FIELD_TEXT),
-		OPT("result", FIELD_JSONB)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_cas_transition_request);
-Datum
-idemgate_cas_transition_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &cas_transition_form);
-}
-
-static const RequestForm renew_lease_form = {
-	"renew_lease", idemgate_renew_lease, 4,
-	{
-		REQ("key", FIELD_TEXT),
-		REQ("owner", FIELD_UUID),
-		REQ("version", FIELD_BIGINT),
-		REQ("extend_by", FIELD_INTERVAL)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_renew_lease_request);
-Datum
-idemgate_renew_lease_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &renew_lease_form);
-}
-
-static const RequestForm fail_form = {
-	"fail", idemgate_fail, 6,
-	{
-		REQ("key", FIELD_TEXT),
-		REQ("owner", FIELD_UUID),
-		REQ("version", FIELD_BIGINT),
-		REQ("error_class", FIELD_TEXT),
-		OPT("error", FIELD_TEXT),
-		REQ("retryable", FIELD_BOOLEAN)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_fail_request);
-Datum
-idemgate_fail_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &fail_form);
-}
-
-static const RequestForm record_validation_form = {
-	"record_validation", idemgate_record_validation, 5,
-	{
-		REQ("key", FIELD_TEXT),
-		REQ("owner", FIELD_UUID),
-		REQ("version", FIELD_BIGINT),
-		REQ("output", FIELD_JSONB),
-		REQ("schema", FIELD_JSONB)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_record_validation_request);
-Datum
-idemgate_record_validation_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &record_validation_form);
-}
-
-static const RequestForm claim_effects_form = {
-	"claim_effects", idemgate_claim_effects, 3,
-	{
-		REQ("effect_type", FIELD_TEXT),
-		DEF("batch", FIELD_INTEGER, "10"),
-		DEF("lease", FIELD_INTERVAL, "1 minute")
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_claim_effects_request);
-Datum
-idemgate_claim_effects_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &claim_effects_form);
-}
-
-static const RequestForm complete_effect_form = {
-	"complete_effect", idemgate_complete_effect, 4,
-	{
-		REQ("effect_id", FIELD_UUID),
-		REQ("owner", FIELD_UUID),
-		OPT("provider_id", FIELD_TEXT),
-		OPT("status", FIELD_INTEGER)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_complete_effect_request);
-Datum
-idemgate_complete_effect_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &complete_effect_form);
-}
-
-static const RequestForm fail_effect_form = {
-	"fail_effect", idemgate_fail_effect, 6,
-	{
-		REQ("effect_id", FIELD_UUID),
-		REQ("owner", FIELD_UUID),
-		REQ("error_class", FIELD_TEXT),
-		OPT("error", FIELD_TEXT),
-		OPT("retry_after", FIELD_INTERVAL),
-		OPT("status", FIELD_INTEGER)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_fail_effect_request);
-Datum
-idemgate_fail_effect_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &fail_effect_form);
-}
-
-static const RequestForm cancel_in_window_form = {
-	"cancel_in_window", idemgate_cancel_in_window, 3,
-	{
-		REQ("effect_id", FIELD_UUID),
-		REQ("approver", FIELD_TEXT),
-		OPT("reason", FIELD_TEXT)
-	}
-};
-
-PG_FUNCTION_INFO_V1(idemgate_cancel_in_window_request);
-Datum
-idemgate_cancel_in_window_request(PG_FUNCTION_ARGS)
-{
-	return CallWithRequest(fcinfo, &cancel_in_window_form);
-}
+/* The forms; peek_approval's SQL-callable form is below (one row always). */
+REQUEST_FORM(claim,
+			 REQ("key", FIELD_TEXT), REQ("payload", FIELD_JSONB),
+			 DEF("lease", FIELD_INTERVAL, "5 minutes"), OPT("workflow", FIELD_TEXT),
+			 OPT("owner", FIELD_UUID), OPT("origin", FIELD_TEXT));
+REQUEST_FORM(request_approval,
+			 REQ("key", FIELD_TEXT), REQ("owner", FIELD_UUID), REQ("version", FIELD_BIGINT),
+			 REQ("effects", FIELD_JSONB), DEF("expires_in", FIELD_INTERVAL, "24 hours"),
+			 OPT("card", FIELD_JSONB), OPT("audience", FIELD_TEXT_ARRAY),
+			 OPT("requested_by", FIELD_TEXT));
+FORM(peek_approval,
+	 REQ("token", FIELD_TEXT));
+REQUEST_FORM(consume_approval,
+			 REQ("token", FIELD_TEXT), REQ("decision", FIELD_TEXT), REQ("approver", FIELD_TEXT),
+			 OPT("reason", FIELD_TEXT));
+REQUEST_FORM(enqueue_effect,
+			 REQ("key", FIELD_TEXT), REQ("owner", FIELD_UUID), REQ("version", FIELD_BIGINT),
+			 REQ("effects", FIELD_JSONB));
+REQUEST_FORM(cas_transition,
+			 REQ("key", FIELD_TEXT), REQ("owner", FIELD_UUID), REQ("version", FIELD_BIGINT),
+			 REQ("new_state", FIELD_TEXT), OPT("result", FIELD_JSONB));
+REQUEST_FORM(renew_lease,
+			 REQ("key", FIELD_TEXT), REQ("owner", FIELD_UUID), REQ("version", FIELD_BIGINT),
+			 REQ("extend_by", FIELD_INTERVAL));
+REQUEST_FORM(fail,
+			 REQ("key", FIELD_TEXT), REQ("owner", FIELD_UUID), REQ("version", FIELD_BIGINT),
+			 REQ("error_class", FIELD_TEXT), OPT("error", FIELD_TEXT),
+			 REQ("retryable", FIELD_BOOLEAN));
+REQUEST_FORM(record_validation,
+			 REQ("key", FIELD_TEXT), REQ("owner", FIELD_UUID), REQ("version", FIELD_BIGINT),
+			 REQ("output", FIELD_JSONB), REQ("schema", FIELD_JSONB));
+REQUEST_FORM(claim_effects,
+			 REQ("effect_type", FIELD_TEXT), DEF("batch", FIELD_INTEGER, "10"),
+			 DEF("lease", FIELD_INTERVAL, "1 minute"));
+REQUEST_FORM(complete_effect,
+			 REQ("effect_id", FIELD_UUID), REQ("owner", FIELD_UUID),
+			 OPT("provider_id", FIELD_TEXT), OPT("status", FIELD_INTEGER));
+REQUEST_FORM(fail_effect,
+			 REQ("effect_id", FIELD_UUID), REQ("owner", FIELD_UUID),
+			 REQ("error_class", FIELD_TEXT), OPT("error", FIELD_TEXT),
+			 OPT("retry_after", FIELD_INTERVAL), OPT("status", FIELD_INTEGER));
+REQUEST_FORM(cancel_in_window,
+			 REQ("effect_id", FIELD_UUID), REQ("approver", FIELD_TEXT), OPT("reason", FIELD_TEXT));
 
 /* FieldList renders the form's field names, "a, b and c", for messages. */
 static char *
@@ -368,8 +216,7 @@ ReportWrongType(const FormField *field, const char *value)
 /*
  * ParseWithInput converts text with a type's input function, reporting bad
  * input as 22023 naming the field. Input functions only allocate and
- * raise, so catching their error without a subtransaction is safe (as
- * claim(jsonb) does in src/ledger/claim_calls.c).
+ * raise, so catching their error without a subtransaction is safe.
  */
 static Datum
 ParseWithInput(const FormField *field, const char *str)

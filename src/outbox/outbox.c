@@ -156,6 +156,23 @@ static SavedStatement lease_to_puller_stmt = {
 };
 
 /*
+ * The end of both completions: after the CTE done (the completed effects),
+ * lock their runs still approved, in key order, and return the effects,
+ * then the locked runs' keys with a NULL effect.
+ */
+#define COMPLETED_AND_LOCKED_RUNS_SQL \
+	"), locked AS (" \
+	" SELECT r.idempotency_key FROM idemgate.runs r" \
+	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY " \
+	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/" \
+	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE" \
+	" ORDER BY r.idempotency_key FOR UPDATE OF r" \
+	")" \
+	" SELECT d.effect_id, d.idempotency_key FROM done d" \
+	" UNION ALL" \
+	" SELECT NULL, l.idempotency_key FROM locked l"
+
+/*
  * Completing effects, one statement for a whole batch: each effect of $1
  * still held by its owner (same position in $2) becomes completed with its
  * provider id and status ($3, $4). The row itself is the record of the
@@ -182,16 +199,7 @@ static SavedStatement complete_stmt = {
 	"   AND o.lease_owner OPERATOR(pg_catalog.=) "
 	"($2::pg_catalog.uuid[])[pg_catalog.array_position($1, o.effect_id)]"
 	" RETURNING o.effect_id, o.idempotency_key"
-	"), locked AS ("
-	" SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY "
-	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
-	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
-	" ORDER BY r.idempotency_key FOR UPDATE OF r"
-	")"
-	" SELECT d.effect_id, d.idempotency_key FROM done d"
-	" UNION ALL"
-	" SELECT NULL, l.idempotency_key FROM locked l",
+	COMPLETED_AND_LOCKED_RUNS_SQL,
 	4, {UUIDARRAYOID, UUIDARRAYOID, TEXTARRAYOID, INT4ARRAYOID}, GENERIC_PLAN
 };
 
@@ -209,16 +217,7 @@ static SavedStatement complete_one_stmt = {
 	"   AND (o.state OPERATOR(pg_catalog.=) 'sending') IS TRUE"
 	"   AND o.lease_owner OPERATOR(pg_catalog.=) $2"
 	" RETURNING o.effect_id, o.idempotency_key"
-	"), locked AS ("
-	" SELECT r.idempotency_key FROM idemgate.runs r"
-	" WHERE r.idempotency_key OPERATOR(pg_catalog.=) ANY "
-	"(ARRAY(SELECT d.idempotency_key FROM done d))/*@bucket r*/"
-	"   AND (r.state OPERATOR(pg_catalog.=) 'approved') IS TRUE"
-	" ORDER BY r.idempotency_key FOR UPDATE OF r"
-	")"
-	" SELECT d.effect_id, d.idempotency_key FROM done d"
-	" UNION ALL"
-	" SELECT NULL, l.idempotency_key FROM locked l",
+	COMPLETED_AND_LOCKED_RUNS_SQL,
 	4, {UUIDOID, UUIDOID, TEXTOID, INT4OID}
 };
 static SavedStatement lock_sending_stmt = {
@@ -266,12 +265,19 @@ static SavedStatement expired_stmt = {
 	2, {TEXTOID, INT4OID}
 };
 
+/*
+ * INSERT_EFFECT_SQL is the effect's insert with more columns and their
+ * values (each with a leading comma) after next_attempt_at.
+ */
+#define INSERT_EFFECT_SQL(columns, values) \
+	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload," \
+	"                             next_attempt_at" columns "/*@bucket_col*/)" \
+	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now())" values "/*@bucket_val*/)" \
+	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING" \
+	" RETURNING effect_id /*@route $2*/"
+
 static SavedStatement insert_effect_stmt = {
-	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
-	"                             next_attempt_at/*@bucket_col*/)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
-	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING"
-	" RETURNING effect_id /*@route $2*/",
+	INSERT_EFFECT_SQL("", ""),
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 
@@ -283,12 +289,7 @@ static SavedStatement insert_effect_stmt = {
  * ALTER EXTENSION UPDATE, README.md "Upgrading").
  */
 static SavedStatement insert_windowed_effect_stmt = {
-	"INSERT INTO idemgate.outbox (effect_id, idempotency_key, effect_type, target, payload,"
-	"                             next_attempt_at, cancel_until/*@bucket_col*/)"
-	" VALUES ($1, $2, $3, $4, $5, GREATEST($6, pg_catalog.now()), "
-	"GREATEST($6, pg_catalog.now())/*@bucket_val*/)"
-	" ON CONFLICT (idempotency_key, effect_type, target/*@bucket_col*/) DO NOTHING"
-	" RETURNING effect_id /*@route $2*/",
+	INSERT_EFFECT_SQL(", cancel_until", ", GREATEST($6, pg_catalog.now())"),
 	6, {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, TIMESTAMPTZOID}
 };
 

@@ -612,8 +612,7 @@ idemgate_set_effect_policy(PG_FUNCTION_ARGS)
 	values[1] = BoolGetDatum(requires_approval);
 	values[2] = BoolGetDatum(requires_requester);
 	values[3] = Float4GetDatum(review_sample);
-	values[4] = IntervalPGetDatum(cancel_window);
-	nulls[4] = cancel_window ? ' ' : 'n';
+	SetPointerParam(values, nulls, 4, cancel_window);
 	values[5] = CStringGetTextDatum(actor);
 	ExecSavedOneRow(&upsert_stmt, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,
 					"could not set effect policy");

@@ -18,9 +18,9 @@ SELECT throws_ok(q, '22023', msg, q) FROM (VALUES
   ($$SELECT * FROM idemgate.claim('input_sizes-wf1', '{}', '1 minute', '')$$,
    'argument "workflow" must be between 1 and 200 bytes long, not 0'),
   ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'input_sizes-wf1', 'payload', '{}'::jsonb, 'workflow', pg_temp.noise(9000)))$$,
-   'field "workflow" of argument "request" must be between 1 and 200 bytes long, not 9000'),
+   'argument "workflow" must be between 1 and 200 bytes long, not 9000'),
   ($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'input_sizes-wf1', 'payload', '{}'::jsonb, 'workflow', ''))$$,
-   'field "workflow" of argument "request" must be between 1 and 200 bytes long, not 0')
+   'argument "workflow" must be between 1 and 200 bytes long, not 0')
 ) AS t(q, msg);
 SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'input_sizes-wf1'), 0::bigint,
           'no run for the refused workflows');

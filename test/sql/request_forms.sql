@@ -117,6 +117,20 @@ SELECT results_eq($$SELECT x::text FROM (SELECT count(*) AS runs_k FROM idemgate
                   $$VALUES ('(0)')$$,
                   'count(*) AS runs_k FROM idemgate.runs WHERE idempotency_key = ''k''');
 
+-- claim's lease takes a number of seconds like every interval field (only
+-- a string before claim(jsonb) shared this reader); left out, it is the
+-- typed default, 5 minutes.
+SELECT count(*) FROM (VALUES ('{"key": "request-forms-lease-300", "payload": {}, "lease": 300}'),
+                             ('{"key": "request-forms-lease-90", "payload": {}, "lease": 90.5}'),
+                             ('{"key": "request-forms-lease-default", "payload": {}}')) v(k),
+                     LATERAL idemgate.claim(k::jsonb) c \g /dev/null
+SELECT results_eq($$SELECT x::text FROM (SELECT idempotency_key,
+                             extract(epoch FROM lease_expires_at - lease_started_at)::float8 AS lease_seconds
+                      FROM idemgate.runs WHERE idempotency_key LIKE 'request-forms-lease-%' ORDER BY 1) x$$,
+                  $$VALUES ('(request-forms-lease-300,300)'), ('(request-forms-lease-90,90.5)'),
+                           ('(request-forms-lease-default,300)')$$,
+                  'claim(jsonb): lease 300 is 5 minutes, 90.5 is 90.5 s, none is 5 minutes');
+
 -- The approval path as n8n drives it: claim, record_validation,
 -- request_approval, peek, consume. version travels as a string.
 CREATE TEMP TABLE c AS SELECT * FROM idemgate.claim('{"key": "request-forms-1", "payload": {"ticket": 1}}'::jsonb);

@@ -85,11 +85,11 @@ SELECT throws_ok($$SELECT * FROM idemgate.claim('ev-bad', '{}', origin => '')$$,
 SELECT throws_ok($$SELECT * FROM idemgate.claim('ev-bad', '{}', origin => repeat('o', 201))$$, '22023',
                  'argument "origin" must be between 1 and 200 bytes long, not 201', 'a 201-byte origin');
 SELECT throws_ok($$SELECT * FROM idemgate.claim('{"key": "ev-bad", "payload": {}, "origin": ""}'::jsonb)$$, '22023',
-                 'field "origin" of argument "request" must be between 1 and 200 bytes long, not 0', 'jsonb: an empty origin');
+                 'argument "origin" must be between 1 and 200 bytes long, not 0', 'jsonb: an empty origin');
 SELECT throws_ok($$SELECT * FROM idemgate.claim('{"key": "ev-bad", "payload": {}, "origin": 7}'::jsonb)$$, '22023',
                  'field "origin" of argument "request" must be a JSON string', 'jsonb: a number');
 SELECT throws_ok($$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'ev-bad', 'payload', '{}'::jsonb, 'origin', repeat('o', 201)))$$, '22023',
-                 'field "origin" of argument "request" must be between 1 and 200 bytes long, not 201', 'jsonb: 201 bytes');
+                 'argument "origin" must be between 1 and 200 bytes long, not 201', 'jsonb: 201 bytes');
 SELECT is((SELECT count(*) FROM idemgate.runs WHERE idempotency_key = 'ev-bad'), 0::bigint, 'nothing written');
 SELECT results_eq($$SELECT outcome FROM idemgate.claim('{"key": "ev-5", "payload": {}, "origin": null}'::jsonb)$$,
                   $$VALUES ('claimed')$$, 'jsonb: origin null is no origin');

@@ -29,7 +29,7 @@ SELECT throws_ok(q, '54000', m, what) FROM (VALUES
   ('claim', $$SELECT * FROM idemgate.claim('size-2', pg_temp.doc(5000))$$,
    'argument "payload" is too large: 5013 bytes, the limit is 4096 bytes'),
   ('claim(request)', $$SELECT * FROM idemgate.claim(jsonb_build_object('key', 'size-3', 'payload', pg_temp.doc(5000)))$$,
-   'argument "request" is too large: 5049 bytes, the limit is 4096 bytes'),
+   'argument "payload" is too large: 5013 bytes, the limit is 4096 bytes'),
   ('supersede', $$SELECT * FROM idemgate.supersede('size-1', 'size-4', pg_temp.doc(5000), 'ops', 'why')$$,
    'argument "payload" is too large: 5013 bytes, the limit is 4096 bytes'),
   ('cas_transition', format($$SELECT idemgate.cas_transition('size-1', %L, %s, 'completed', pg_temp.doc(5000))$$, :'owner', :version),
