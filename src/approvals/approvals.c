@@ -386,9 +386,8 @@ InsertApproval(text *key, int64 run_version, Jsonb *effects, int effect_count,
 	SetPointerParam(values, nulls, 6, card);
 	values[7] = JsonbPGetDatum(effects);
 	values[8] = Int64GetDatum(run_version);
-	ExecSavedOneRow(&insert_approval_stmt, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,
-					"could not insert approval");
-	expires_at = GetResultDatum(0, 1, &isnull);
+	expires_at = ExecSavedValue(&insert_approval_stmt, values, nulls, false,
+								SPI_OK_INSERT_RETURNING, "could not insert approval", &isnull);
 
 	DetailsText(details, "approval_id",
 				DatumGetCString(DirectFunctionCall1(uuid_out, values[0])));
@@ -620,15 +619,7 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 			Jsonb	   *rejection = NULL;
 
 			if (reject)
-			{
-				EventDetails result;
-
-				DetailsInit(&result);
-				DetailsText(&result, "decision", "reject");
-				DetailsText(&result, "approver", approver);
-				DetailsText(&result, "reason", reason);
-				rejection = DetailsFinish(&result);
-			}
+				rejection = DecisionResult("reject", "approver", approver, reason);
 			if (TryMoveRun(key, NULL, run_version, "awaiting_human",
 						   approve ? "approved" : "failed_terminal", rejection, &details) >= 0)
 				outcome = approve ? "approved" : "rejected";
@@ -641,9 +632,10 @@ idemgate_consume_approval(PG_FUNCTION_ARGS)
 				DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(approval_id)));
 
 			values[3] = UUIDPGetDatum(approval_id);
-			ExecSavedOneRow(&consume_stmt, values, NULL, false, 1, SPI_OK_UPDATE_RETURNING,
-							"locked approval could not be consumed");
-			wait_seconds = DatumGetFloat8(GetResultDatum(0, 1, &isnull));
+			wait_seconds = DatumGetFloat8(ExecSavedValue(&consume_stmt, values, NULL, false,
+														 SPI_OK_UPDATE_RETURNING,
+														 "locked approval could not be consumed",
+														 &isnull));
 
 			if (approve)
 				row[2] = PointerGetDatum(InsertEffects(key, effects, false, approver, NULL));
@@ -802,4 +794,17 @@ CancelLockedApproval(pg_uuid_t *approval_id, const char *actor)
 	values[1] = CStringGetTextDatum(actor);
 	ExecSavedOneRow(&cancel_approval_stmt, values, NULL, false, 0, SPI_OK_UPDATE,
 					"could not cancel approval");
+}
+
+/* DecisionResult builds a run's result of a decision; see approvals.h. */
+Jsonb *
+DecisionResult(const char *decision, const char *by_key, const char *by, const char *reason)
+{
+	EventDetails result;
+
+	DetailsInit(&result);
+	DetailsText(&result, "decision", decision);
+	DetailsText(&result, by_key, by);
+	DetailsText(&result, "reason", reason);
+	return DetailsFinish(&result);
 }

@@ -54,4 +54,11 @@ extern int	ExpireApprovals(void);
 extern bool LockApproval(pg_uuid_t *approval_id, text **key, int64 *run_version, bool *open);
 extern void CancelLockedApproval(pg_uuid_t *approval_id, const char *actor);
 
+/*
+ * DecisionResult: the result a decision that ends its run leaves on it,
+ * {"decision": decision, by_key: by, "reason": reason}.
+ */
+extern Jsonb *DecisionResult(const char *decision, const char *by_key, const char *by,
+							 const char *reason);
+
 #endif

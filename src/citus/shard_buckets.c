@@ -70,9 +70,8 @@ LocalGroupId(void)
 	int			group;
 
 	ConnectSPI();
-	ExecSavedOneRow(&local_group_stmt, NULL, NULL, true, 1, SPI_OK_SELECT,
-					"could not read pg_dist_local_group");
-	group = DatumGetInt32(GetResultDatum(0, 1, &isnull));
+	group = DatumGetInt32(ExecSavedValue(&local_group_stmt, NULL, NULL, true, SPI_OK_SELECT,
+										 "could not read pg_dist_local_group", &isnull));
 	SPI_finish();
 	return group;
 }

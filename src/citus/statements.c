@@ -477,11 +477,28 @@ ExecSavedOneRow(SavedStatement *stmt, Datum *values, const char *nulls,
 		elog(ERROR, "%s", failure);
 }
 
+/* ExecSavedValue; see statements.h. */
+Datum
+ExecSavedValue(SavedStatement *stmt, Datum *values, const char *nulls,
+			   bool read_only, int expected, const char *failure, bool *isnull)
+{
+	ExecSavedOneRow(stmt, values, nulls, read_only, 1, expected, failure);
+	return GetResultDatum(0, 1, isnull);
+}
+
 /* ExecSavedFind; see statements.h. */
 bool
 ExecSavedFind(SavedStatement *stmt, Datum value, const char *failure)
 {
 	ExecSavedExpect(stmt, &value, NULL, false, 1, SPI_OK_SELECT, failure);
+	return SPI_processed > 0;
+}
+
+/* ExecSavedByKey; see statements.h. */
+bool
+ExecSavedByKey(SavedStatement *stmt, Datum key, int expected, const char *failure)
+{
+	ExecSavedExpect(stmt, &key, NULL, false, 0, expected, failure);
 	return SPI_processed > 0;
 }
 

@@ -72,6 +72,13 @@ extern void ExecSavedOneRow(SavedStatement *stmt, Datum *values, const char *nul
 							bool read_only, long count, int expected, const char *failure);
 
 /*
+ * ExecSavedValue runs stmt, whose one row answers one question, like
+ * ExecSavedOneRow, and returns the row's first column (*isnull: NULL).
+ */
+extern Datum ExecSavedValue(SavedStatement *stmt, Datum *values, const char *nulls,
+							bool read_only, int expected, const char *failure, bool *isnull);
+
+/*
  * PutResultRows puts the first ncols columns of every row of the last
  * result into a materialised set-returning function's tuplestore.
  */
@@ -82,6 +89,13 @@ extern void PutResultRows(ReturnSetInfo *rsinfo, int ncols);
  * (value), raising failure when it fails; it tells whether a row came back.
  */
 extern bool ExecSavedFind(SavedStatement *stmt, Datum value, const char *failure);
+
+/*
+ * ExecSavedByKey runs stmt, a write of the rows its one parameter (key)
+ * names, raising failure unless it returns expected; it tells whether a
+ * row was written.
+ */
+extern bool ExecSavedByKey(SavedStatement *stmt, Datum key, int expected, const char *failure);
 extern void ConnectSPI(void);
 extern void SetTextParam(Datum *values, char *nulls, int i, const char *s);
 extern void SetPointerParam(Datum *values, char *nulls, int i, const void *p);

@@ -20,6 +20,7 @@
 
 #include "core/dispatcher_shmem.h"
 #include "core/dispatcher_wake.h"
+#include "core/at_commit_flag.h"
 
 static bool xact_callback_registered = false;
 static bool wake_at_commit = false;
@@ -52,12 +53,6 @@ WakeAtCommitCallback(XactEvent event, void *arg)
 void
 WakeDispatcherAtCommit(void)
 {
-	if (DispatcherShmem == NULL)
-		return;
-	if (!xact_callback_registered)
-	{
-		RegisterXactCallback(WakeAtCommitCallback, NULL);
-		xact_callback_registered = true;
-	}
-	wake_at_commit = true;
+	if (DispatcherShmem != NULL)
+		FlagAtCommit(&wake_at_commit, &xact_callback_registered, WakeAtCommitCallback);
 }

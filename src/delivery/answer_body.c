@@ -12,7 +12,7 @@
 #include "mb/pg_wchar.h"
 
 #include "delivery/http.h"
-#include "core/pg_compat.h"
+#include "core/json_walk.h"
 #include "delivery/answer_body.h"
 #include "core/idemgate_limits.h"
 
@@ -101,23 +101,15 @@ char *
 ProviderIdFrom(const char *body, size_t len, const char *field)
 {
 	ProviderIdParse p;
-	JsonSemAction sem;
 
 	if (body == NULL || len == 0 || field == NULL || len >= HTTP_MAX_BODY_KEPT)
 		return NULL;
 	if (!pg_verifymbstr(body, (int) len, true) || JsonTooDeep(body, len))
 		return NULL;
 	memset(&p, 0, sizeof(p));
-	memset(&sem, 0, sizeof(sem));
-	p.lex = MakeJsonLexer(unconstify(char *, body), (int) len,
-								  GetDatabaseEncoding(), true);
 	p.field = field;
-	sem.semstate = &p;
-	sem.object_field_start = ProviderIdField;
-	sem.scalar = ProviderIdScalar;
-	sem.object_start = ProviderIdNonScalar;
-	sem.array_start = ProviderIdNonScalar;
-	if (pg_parse_json(p.lex, &sem) != JSON_SUCCESS)
+	if (!WalkJson(unconstify(char *, body), len, &p, &p.lex, ProviderIdField, ProviderIdScalar,
+				  ProviderIdNonScalar, ProviderIdNonScalar))
 		return NULL;
 	if (p.value != NULL &&
 		(strlen(p.value) == 0 || strlen(p.value) > IDEMGATE_MAX_RESPONSE_PROVIDER_ID_BYTES))

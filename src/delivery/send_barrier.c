@@ -95,6 +95,7 @@
 #include "policy/killswitch.h"
 #include "delivery/send_barrier.h"
 #include "core/shmem_segment.h"
+#include "core/at_commit_flag.h"
 #include "citus/statements.h"
 
 PG_FUNCTION_INFO_V1(idemgate_hold_sends_trigger);
@@ -260,14 +261,8 @@ BarrierXactCallback(XactEvent event, void *arg)
 void
 SendBarrierHoldAtCommit(void)
 {
-	if (Barrier == NULL)
-		return;
-	if (!callback_registered)
-	{
-		RegisterXactCallback(BarrierXactCallback, NULL);
-		callback_registered = true;
-	}
-	hold_at_commit = true;
+	if (Barrier != NULL)
+		FlagAtCommit(&hold_at_commit, &callback_registered, BarrierXactCallback);
 }
 
 /*

@@ -84,9 +84,9 @@ RecordDeadLetter(const char *kind, text *key, pg_uuid_t *effect_id,
 	SetTextParam(values, nulls, 6, error);
 	values[7] = Int32GetDatum(attempts);
 
-	ExecSavedOneRow(&insert_dead_letter, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,
-					"could not record dead letter");
-	id = DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	id = DatumGetInt64(ExecSavedValue(&insert_dead_letter, values, nulls, false,
+									  SPI_OK_INSERT_RETURNING, "could not record dead letter",
+									  &isnull));
 
 	DetailsInit(&details);
 	DetailsInt(&details, "dead_letter_id", id);

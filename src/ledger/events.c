@@ -17,6 +17,7 @@
 
 #include "ledger/events.h"
 #include "citus/statements.h"
+#include "core/args.h"
 
 static SavedStatement duplicate_event_stmt = {
 	"INSERT INTO idemgate.events (idempotency_key, kind, actor, details/*@bucket_col*/)"
@@ -114,6 +115,28 @@ RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 
 	if (ExecSaved(&insert_event, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record event \"%s\"", kind);
+}
+
+/*
+ * RecordTypeEvent records kind, by actor, of an operator's call on one
+ * effect type (pause, resume, unregister, a circuit's reset): the type and
+ * the session's role under role_key, beside what details holds (NULL:
+ * nothing more).
+ */
+void
+RecordTypeEvent(const char *kind, const char *actor, const char *effect_type,
+				const char *role_key, EventDetails *details)
+{
+	EventDetails none;
+
+	if (details == NULL)
+	{
+		DetailsInit(&none);
+		details = &none;
+	}
+	DetailsText(details, "effect_type", effect_type);
+	DetailsText(details, role_key, SessionRoleName());
+	RecordEvent(NULL, NULL, kind, actor, DetailsFinish(details));
 }
 
 /*

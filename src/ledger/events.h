@@ -29,6 +29,8 @@ extern Jsonb *DetailsFinish(EventDetails *d);
 
 extern void RecordEvent(text *key, pg_uuid_t *effect_id, const char *kind,
 						const char *actor, Jsonb *details);
+extern void RecordTypeEvent(const char *kind, const char *actor, const char *effect_type,
+							const char *role_key, EventDetails *details);
 extern void RecordDuplicateEvent(text *key, const char *actor, Datum workflow,
 								 bool workflow_null, Datum state, int64 version,
 								 text *origin);

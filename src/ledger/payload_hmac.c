@@ -40,8 +40,7 @@ PayloadHmacHex(bytea *payload_hash)
 
 	if (!OidIsValid(IdemgateRelid("installation_secret")))
 		return NULL;
-	ExecSavedOneRow(&hmac_stmt, &value, NULL, false, 1, SPI_OK_SELECT,
-					"could not compute a payload HMAC");
-	d = GetResultDatum(0, 1, &isnull);
+	d = ExecSavedValue(&hmac_stmt, &value, NULL, false, SPI_OK_SELECT,
+					   "could not compute a payload HMAC", &isnull);
 	return isnull ? NULL : TextDatumGetCString(d);
 }

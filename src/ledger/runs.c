@@ -432,9 +432,9 @@ CountValidation(text *key)
 	Datum		value = PointerGetDatum(key);
 	bool		isnull;
 
-	ExecSavedOneRow(&count_validation_stmt, &value, NULL, false, 1, SPI_OK_UPDATE_RETURNING,
-					"could not count validation");
-	return DatumGetInt32(GetResultDatum(0, 1, &isnull));
+	return DatumGetInt32(ExecSavedValue(&count_validation_stmt, &value, NULL, false,
+										SPI_OK_UPDATE_RETURNING, "could not count validation",
+										&isnull));
 }
 
 /*

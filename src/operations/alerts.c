@@ -136,8 +136,8 @@ static SavedStatement changed_stmt = {
 	" FROM transitions t ORDER BY t.state, t.alert, t.subject"
 
 #define PUBLISH_13 \
-	PUBLISH_STATEMENT(", keys", ", s.keys", ", keys = excluded.keys", ", s.keys", ", excluded.keys", \
-					  "'keys', t.keys")
+	PUBLISH_STATEMENT(", keys", ", s.keys", ", keys = excluded.keys", ", s.keys", \
+					  ", excluded.keys", "'keys', t.keys")
 #define PUBLISH_11 PUBLISH_STATEMENT("", "", "", "", "", "'keys', NULL::text[]")
 
 /*
@@ -214,14 +214,11 @@ Datum
 idemgate_unwatch_workflow(PG_FUNCTION_ARGS)
 {
 	text	   *name = WorkflowArg(fcinfo, 0);
-	Datum		values[1];
 	bool		found;
 
 	ConnectSPI();
-	values[0] = PointerGetDatum(name);
-	ExecSavedExpect(&unwatch_stmt, values, NULL, false, 0, SPI_OK_DELETE,
-					"could not unwatch workflow");
-	found = SPI_processed > 0;
+	found = ExecSavedByKey(&unwatch_stmt, PointerGetDatum(name), SPI_OK_DELETE,
+						   "could not unwatch workflow");
 	if (found)
 	{
 		EventDetails details;
@@ -250,9 +247,9 @@ idemgate_publish_alerts(PG_FUNCTION_ARGS)
 	{
 		bool		isnull;
 
-		ExecSavedOneRow(&changed_stmt, NULL, NULL, true, 1, SPI_OK_SELECT,
-						"could not compare the alerts with idemgate.alert_state");
-		if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
+		if (!DatumGetBool(ExecSavedValue(&changed_stmt, NULL, NULL, true, SPI_OK_SELECT,
+										 "could not compare the alerts with idemgate.alert_state",
+										 &isnull)))
 		{
 			SPI_finish();
 			PG_RETURN_INT32(0);

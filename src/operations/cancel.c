@@ -208,14 +208,10 @@ idemgate_cancel_approval(PG_FUNCTION_ARGS)
 	DetailsInit(&details);
 	if (open)
 	{
-		EventDetails result;
+		Jsonb	   *result = DecisionResult("cancelled", "cancelled_by", actor, reason);
 
-		DetailsInit(&result);
-		DetailsText(&result, "decision", "cancelled");
-		DetailsText(&result, "cancelled_by", actor);
-		DetailsText(&result, "reason", reason);
 		if (TryMoveRun(key, NULL, run_version, "awaiting_human", "failed_terminal",
-					   DetailsFinish(&result), &details) >= 0)
+					   result, &details) >= 0)
 			outcome = "cancelled";
 	}
 

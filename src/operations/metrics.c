@@ -620,9 +620,9 @@ AppendOperations(StringInfo buf, MemoryContext outcxt)
 	}
 	MemoryContextSwitchTo(old);
 
-	ExecSavedOneRow(&dispatchers_stmt, NULL, NULL, true, 1, SPI_OK_SELECT,
-					"dispatcher count failed");
-	running = (double) DatumGetInt64(GetResultDatum(0, 1, &isnull));
+	running = (double) DatumGetInt64(ExecSavedValue(&dispatchers_stmt, NULL, NULL, true,
+													SPI_OK_SELECT, "dispatcher count failed",
+													&isnull));
 	old = MemoryContextSwitchTo(outcxt);
 	AppendMetric(buf, "idemgate_dispatchers_running",
 				 "Running dispatchers that serve this database (0: HTTP effects are not sent).", "",

@@ -614,9 +614,9 @@ idemgate_set_effect_policy(PG_FUNCTION_ARGS)
 	values[3] = Float4GetDatum(review_sample);
 	SetPointerParam(values, nulls, 4, cancel_window);
 	values[5] = CStringGetTextDatum(actor);
-	ExecSavedOneRow(&upsert_stmt, values, nulls, false, 1, SPI_OK_INSERT_RETURNING,
-					"could not set effect policy");
-	created = DatumGetBool(GetResultDatum(0, 1, &isnull));
+	created = DatumGetBool(ExecSavedValue(&upsert_stmt, values, nulls, false,
+										  SPI_OK_INSERT_RETURNING, "could not set effect policy",
+										  &isnull));
 
 	DetailsInit(&details);
 	DetailsText(&details, "effect_type", type_str);

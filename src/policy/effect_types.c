@@ -96,9 +96,8 @@ RequireKnownType(text *effect_type)
 	bool		isnull;
 
 	values[0] = PointerGetDatum(effect_type);
-	ExecSavedOneRow(&known_type_stmt, values, NULL, false, 1, SPI_OK_SELECT,
-					"could not look up effect type");
-	if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
+	if (!DatumGetBool(ExecSavedValue(&known_type_stmt, values, NULL, false, SPI_OK_SELECT,
+									 "could not look up effect type", &isnull)))
 		ereport(ERROR,
 				(errcode(ERRCODE_IDEMGATE_UNKNOWN_OBJECT),
 				 errmsg("effect type \"%s\" is unknown",
@@ -128,16 +127,15 @@ idemgate_pause_effect_type(PG_FUNCTION_ARGS)
 	values[0] = PointerGetDatum(effect_type);
 	values[1] = PointerGetDatum(actor);
 	values[2] = PointerGetDatum(reason);
-	ExecSavedOneRow(&pause_stmt, values, NULL, false, 1, SPI_OK_INSERT_RETURNING,
-					"could not pause effect type");
-	was_paused = DatumGetBool(GetResultDatum(0, 1, &isnull));
+	was_paused = DatumGetBool(ExecSavedValue(&pause_stmt, values, NULL, false,
+											 SPI_OK_INSERT_RETURNING,
+											 "could not pause effect type", &isnull));
 
 	DetailsInit(&details);
-	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
 	DetailsBool(&details, "previous_paused", was_paused);
 	DetailsText(&details, "reason", text_to_cstring(reason));
-	DetailsText(&details, "role", SessionRoleName());
-	RecordEvent(NULL, NULL, "effect_type_paused", text_to_cstring(actor), DetailsFinish(&details));
+	RecordTypeEvent("effect_type_paused", text_to_cstring(actor), text_to_cstring(effect_type),
+					"role", &details);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -152,22 +150,18 @@ idemgate_resume_effect_type(PG_FUNCTION_ARGS)
 {
 	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", MAX_TYPE_BYTES);
 	text	   *actor = TextArg(fcinfo, 1, "actor", MAX_ACTOR_BYTES);
-	Datum		values[1];
 	bool		was_paused;
 	EventDetails details;
 
 	ConnectSPI();
 	RequireKnownType(effect_type);
-	values[0] = PointerGetDatum(effect_type);
-	ExecSavedExpect(&resume_stmt, values, NULL, false, 0, SPI_OK_DELETE,
-					"could not resume effect type");
-	was_paused = SPI_processed > 0;
+	was_paused = ExecSavedByKey(&resume_stmt, PointerGetDatum(effect_type), SPI_OK_DELETE,
+								"could not resume effect type");
 
 	DetailsInit(&details);
-	DetailsText(&details, "effect_type", text_to_cstring(effect_type));
 	DetailsBool(&details, "previous_paused", was_paused);
-	DetailsText(&details, "role", SessionRoleName());
-	RecordEvent(NULL, NULL, "effect_type_resumed", text_to_cstring(actor), DetailsFinish(&details));
+	RecordTypeEvent("effect_type_resumed", text_to_cstring(actor), text_to_cstring(effect_type),
+					"role", &details);
 	if (was_paused)
 		WakeDispatcherAtCommit();	/* held effects may go out now */
 	SPI_finish();

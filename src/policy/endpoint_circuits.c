@@ -409,13 +409,11 @@ CircuitNoteFailure(const char *effect_type, const char *cls, int status, bool pr
 void
 CircuitForget(const char *effect_type)
 {
-	Datum		values[1];
 
 	if (!CircuitsTableExists())
 		return;
-	values[0] = CStringGetTextDatum(effect_type);
-	ExecSavedExpect(&close_stmt, values, NULL, false, 0, SPI_OK_DELETE_RETURNING,
-					"could not close a circuit");
+	ExecSavedByKey(&close_stmt, CStringGetTextDatum(effect_type), SPI_OK_DELETE_RETURNING,
+				   "could not close a circuit");
 }
 
 /*
@@ -449,11 +447,8 @@ idemgate_reset_circuit(PG_FUNCTION_ARGS)
 		EventDetails details;
 
 		DetailsInit(&details);
-		DetailsText(&details, "effect_type", type);
 		DetailsBool(&details, "was_open", false);
-		DetailsText(&details, "by", SessionRoleName());
-		RecordEvent(NULL, NULL, "endpoint_circuit_reset", text_to_cstring(actor),
-					DetailsFinish(&details));
+		RecordTypeEvent("endpoint_circuit_reset", text_to_cstring(actor), type, "by", &details);
 	}
 	else
 		WakeDispatcherAtCommit();	/* held effects may go out now */

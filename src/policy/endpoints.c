@@ -412,9 +412,8 @@ UpsertEndpoint(text *effect_type, text *url, Interval *timeout, int32 max_attemp
 	values[4] = BoolGetDatum(honors);
 	values[5] = JsonbPGetDatum(headers);
 	values[6] = PointerGetDatum(provider_id_field);
-	ExecSavedOneRow(&upsert_stmt, values, NULL, false, 1, SPI_OK_INSERT_RETURNING,
-					"could not register endpoint");
-	return DatumGetBool(GetResultDatum(0, 1, &isnull));
+	return DatumGetBool(ExecSavedValue(&upsert_stmt, values, NULL, false, SPI_OK_INSERT_RETURNING,
+									   "could not register endpoint", &isnull));
 }
 
 /*
@@ -616,23 +615,15 @@ idemgate_unregister_endpoint(PG_FUNCTION_ARGS)
 {
 	text	   *effect_type = TextArg(fcinfo, 0, "effect_type", IDEMGATE_MAX_NAME_BYTES);
 	text	   *actor = TextArg(fcinfo, 1, "actor", IDEMGATE_MAX_NAME_BYTES);
-	Datum		values[1];
 	bool		found;
 
 	ConnectSPI();
-	values[0] = PointerGetDatum(effect_type);
-	ExecSavedExpect(&unregister_stmt, values, NULL, false, 0, SPI_OK_DELETE_RETURNING,
-					"could not unregister endpoint");
-	found = SPI_processed > 0;
+	found = ExecSavedByKey(&unregister_stmt, PointerGetDatum(effect_type),
+						   SPI_OK_DELETE_RETURNING, "could not unregister endpoint");
 	if (found)
 	{
-		EventDetails details;
-
-		DetailsInit(&details);
-		DetailsText(&details, "effect_type", text_to_cstring(effect_type));
-		DetailsText(&details, "role", SessionRoleName());
-		RecordEvent(NULL, NULL, "endpoint_unregistered", text_to_cstring(actor),
-					DetailsFinish(&details));
+		RecordTypeEvent("endpoint_unregistered", text_to_cstring(actor),
+						text_to_cstring(effect_type), "role", NULL);
 		CircuitForget(text_to_cstring(effect_type));	/* a new endpoint starts closed */
 	}
 	SPI_finish();

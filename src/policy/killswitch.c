@@ -102,9 +102,9 @@ idemgate_set_actions_enabled(PG_FUNCTION_ARGS)
 	values[0] = BoolGetDatum(enabled);
 	values[1] = PointerGetDatum(actor);
 	values[2] = PointerGetDatum(reason);
-	ExecSavedOneRow(&lock_switch_stmt, NULL, NULL, false, 1, SPI_OK_SELECT,
-					"the kill switch row in idemgate.control is missing");
-	previous = DatumGetBool(GetResultDatum(0, 1, &isnull));
+	previous = DatumGetBool(ExecSavedValue(&lock_switch_stmt, NULL, NULL, false, SPI_OK_SELECT,
+										   "the kill switch row in idemgate.control is missing",
+										   &isnull));
 	ExecSavedExpect(&set_switch_stmt, values, NULL, false, 0, SPI_OK_UPDATE,
 					"could not update the kill switch");
 

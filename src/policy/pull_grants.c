@@ -103,9 +103,9 @@ CheckPullAllowed(const char *effect_type)
 		return;
 	values[0] = CStringGetTextDatum(effect_type);
 	values[1] = ObjectIdGetDatum(role);
-	ExecSavedOneRow(&pull_rule_stmt, values, NULL, true, 1, SPI_OK_SELECT,
-					"could not read the pull rights of effect type");
-	has_endpoint = DatumGetBool(GetResultDatum(0, 1, &isnull));
+	has_endpoint = DatumGetBool(ExecSavedValue(&pull_rule_stmt, values, NULL, true, SPI_OK_SELECT,
+											   "could not read the pull rights of effect type",
+											   &isnull));
 	granted = DatumGetBool(GetResultDatum(0, 2, &isnull));
 	if (has_endpoint)
 		ereport(ERROR,

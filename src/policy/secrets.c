@@ -40,7 +40,7 @@
 
 #include "core/guc.h"
 #include "core/idemgate_limits.h"
-#include "core/pg_compat.h"
+#include "core/json_walk.h"
 #include "policy/secrets.h"
 
 #define SECRET_OPEN "${secret:"
@@ -151,7 +151,6 @@ LoadSecrets(void)
 	char	   *buf;
 	size_t		len;
 	SecretsParse p;
-	JsonSemAction sem;
 	MemoryContext old;
 	ListCell   *lc;
 	int			stat_errno = 0;
@@ -222,21 +221,10 @@ LoadSecrets(void)
 	FreeFile(f);
 
 	memset(&p, 0, sizeof(p));
-	memset(&sem, 0, sizeof(sem));
 	old = MemoryContextSwitchTo(SecretsContext);
-	if (len != (size_t) st.st_size || !pg_verifymbstr(buf, (int) len, true))
+	if (len != (size_t) st.st_size || !pg_verifymbstr(buf, (int) len, true) ||
+		!WalkJson(buf, len, &p, &p.lex, SecretField, SecretScalar, SecretNested, SecretArray))
 		p.bad = true;
-	else
-	{
-		p.lex = MakeJsonLexer(buf, (int) len, GetDatabaseEncoding(), true);
-		sem.semstate = &p;
-		sem.object_field_start = SecretField;
-		sem.scalar = SecretScalar;
-		sem.object_start = SecretNested;
-		sem.array_start = SecretArray;
-		if (pg_parse_json(p.lex, &sem) != JSON_SUCCESS)
-			p.bad = true;
-	}
 	MemoryContextSwitchTo(old);
 	/* The file's text is not kept: only the parsed pairs. */
 	explicit_bzero(buf, len);

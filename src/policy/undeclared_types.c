@@ -192,9 +192,8 @@ NoticeNewGrantType(text *effect_type)
 
 	if (!DeclarationsInstalled())
 		return;
-	ExecSavedOneRow(&new_grant_type_stmt, &arg, NULL, true, 1, SPI_OK_SELECT,
-					"could not look up effect type");
-	if (!DatumGetBool(GetResultDatum(0, 1, &isnull)))
+	if (!DatumGetBool(ExecSavedValue(&new_grant_type_stmt, &arg, NULL, true, SPI_OK_SELECT,
+									 "could not look up effect type", &isnull)))
 		return;
 	{
 		char	   *known = KnownTypes();
