@@ -12,14 +12,15 @@ EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTEN
 
 # Released scripts sit at the root and are frozen (idemgate--1.0.sql, ...).
 # The version in development is assembled from sql/ (docs/architecture.md,
-# "SQL"): every table, function and view has one file holding its current
-# definition (sql/tables, sql/functions, sql/views). sql/install.sql lists
-# them for a fresh install (idemgate--$(EXTVERSION).sql); the update from
-# the previous release is sql/<from>--$(EXTVERSION)/*.sql in name order, one
-# file per feature, which include the definitions they add or change. An
-# include is psql's \ir line, replaced here by the file it names (relative
-# to the including file), so the parts also run as they are in psql. At the
-# release both scripts are frozen at the root.
+# "The SQL objects in sql/"): every table, function and view has one file
+# holding its current definition (sql/tables, sql/functions, sql/views).
+# sql/install.sql lists them for a fresh install (idemgate--$(EXTVERSION).sql);
+# the update from the previous release is sql/<from>--$(EXTVERSION)/*.sql in
+# name order, one file per feature, which include the definitions they add
+# or change. An include is psql's \ir line, replaced here by the file it
+# names (relative to the including file), so the parts also run as they
+# are in psql. Both are build products (.gitignore); at the release both
+# are frozen at the root.
 UPDATE_DIR = $(firstword $(wildcard sql/*--$(EXTVERSION)))
 UPDATE_PARTS = $(sort $(wildcard $(UPDATE_DIR)/*.sql))
 SQL_OBJECTS = $(wildcard sql/*.sql sql/*/*.sql)

@@ -8,11 +8,5 @@
 -- are its parameters (log_parameter_max_length_on_error = 0). The statement
 -- log before execution (log_statement) is the DBA's choice; grant_role,
 -- called by a superuser, still turns it off for the roles it grants.
-ALTER FUNCTION idemgate.consume_approval(text, text, text, text)
-    SET log_min_error_statement = panic SET log_parameter_max_length_on_error = 0;
-ALTER FUNCTION idemgate.consume_approval(jsonb)
-    SET log_min_error_statement = panic SET log_parameter_max_length_on_error = 0;
-ALTER FUNCTION idemgate.peek_approval(text)
-    SET log_min_error_statement = panic SET log_parameter_max_length_on_error = 0;
-ALTER FUNCTION idemgate.peek_approval(jsonb)
-    SET log_min_error_statement = panic SET log_parameter_max_length_on_error = 0;
+\ir ../functions/consume_approval.sql
+\ir ../functions/peek_approval.sql

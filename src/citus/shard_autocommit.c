@@ -10,7 +10,7 @@
  *	  and it is planned on the coordinator. For "SELECT * FROM
  *	  idemgate.claim(...)" sent on its own, as n8n sends it, neither buys
  *	  anything. So claim() then calls claim_in_bucket, a distributed
- *	  function co-located with runs (idemgate--1.1--1.2.sql, part 66_claim_in_bucket),
+ *	  function co-located with runs (sql/functions/claim_in_bucket.sql),
  *	  with citus.function_opens_transaction_block off: Citus sends the call
  *	  to the node of the key's shard, where it runs as that node's own
  *	  transaction, all of the claim's writes or none. What could still fail

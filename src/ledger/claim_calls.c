@@ -135,7 +135,7 @@ idemgate_claim(PG_FUNCTION_ARGS)
 /*
  * idemgate_claim_in_bucket implements claim_in_bucket(bucket, key, payload,
  * lease, workflow, owner, origin), which Citus runs on the node of the
- * bucket's shard (idemgate--1.1--1.2.sql, part 66_claim_in_bucket): claim's outcome,
+ * bucket's shard (sql/functions/claim_in_bucket.sql): claim's outcome,
  * or payload_mismatch with the workflow to count it under.
  */
 Datum

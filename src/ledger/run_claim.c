@@ -275,7 +275,7 @@ static SavedStatement claim_in_bucket_stmt = {
 
 /*
  * ClaimInBucket is a claim that is its whole transaction on Citus
- * (idemgate--1.1--1.2.sql, part 66_claim_in_bucket): one call of claim_in_bucket,
+ * (sql/functions/claim_in_bucket.sql): one call of claim_in_bucket,
  * which Citus sends to the node of the key's shard and which commits
  * there (src/citus/shard_autocommit.c). IG001 is raised here, and counted in
  * this node's payload_mismatch alert.
