@@ -16,6 +16,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/timestamp.h"
 #include "utils/uuid.h"
 
 #include "core/crypto.h"
@@ -122,6 +123,30 @@ RandomUuid(void)
 	used += UUID_LEN;
 	uuid->data[6] = (uuid->data[6] & 0x0f) | 0x40;	/* version 4 */
 	uuid->data[8] = (uuid->data[8] & 0x3f) | 0x80;	/* RFC 4122 variant */
+	return uuid;
+}
+
+/*
+ * TimeOrderedUuid returns a fresh version 7 UUID (RFC 9562, 5.7): the Unix
+ * time in milliseconds in its first 48 bits, then 74 random bits. An
+ * effect's id is the key of outbox_pkey, which every claim and completion
+ * probes and every state change inserts into: with random ids each new
+ * effect lands on a random leaf of an index as large as the history
+ * (bench/dispatch with a million finished effects: 0.65 of the empty
+ * database's deliveries per second), with time-ordered ones on the few
+ * leaves at its right end, hot in cache.
+ */
+pg_uuid_t *
+TimeOrderedUuid(void)
+{
+	pg_uuid_t  *uuid = RandomUuid();
+	uint64		ms = (uint64) ((GetCurrentTimestamp() / 1000) +
+							   (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+							   (uint64) (SECS_PER_DAY * 1000));
+
+	for (int i = 5; i >= 0; i--, ms >>= 8)
+		uuid->data[i] = (uint8) (ms & 0xff);
+	uuid->data[6] = (uuid->data[6] & 0x0f) | 0x70;	/* version 7 */
 	return uuid;
 }
 

@@ -19,6 +19,7 @@ extern bytea *Sha256Bytea(const void *data, size_t len);
 extern bytea *HashJsonbPayload(Jsonb *payload);
 extern void RandomBytes(uint8 *buf, int len);
 extern pg_uuid_t *RandomUuid(void);
+extern pg_uuid_t *TimeOrderedUuid(void);
 extern char *Base64UrlEncode(const uint8 *data, int len);
 
 #endif

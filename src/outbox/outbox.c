@@ -777,7 +777,7 @@ InsertOutboxEffects(text *key, const ParsedEffect *parsed, int n, bool automatic
 		bool		isnull;
 		pg_uuid_t  *id = palloc(sizeof(pg_uuid_t));
 
-		values[0] = UUIDPGetDatum(RandomUuid());
+		values[0] = UUIDPGetDatum(TimeOrderedUuid());
 		if (bucket >= 0)
 			StampUuidBucket(DatumGetUUIDP(values[0]), bucket);
 		values[1] = PointerGetDatum(key);

@@ -154,7 +154,7 @@ RequeueLockedEffect(pg_uuid_t *effect_id)
 pg_uuid_t *
 ReplaceLockedEffect(pg_uuid_t *effect_id, text *key, Jsonb *payload)
 {
-	pg_uuid_t  *new_id = RandomUuid();
+	pg_uuid_t  *new_id = TimeOrderedUuid();
 	Datum		values[3];
 
 	/* On Citus an effect id carries its bucket (src/citus/distributed.c). */
