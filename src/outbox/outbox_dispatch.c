@@ -15,6 +15,7 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 #include "utils/timestamp.h"
@@ -230,60 +231,43 @@ static SavedStatement expire_gone_stmt = {
 
 PG_FUNCTION_INFO_V1(idemgate_effect_envelope);
 
-/* PushText adds "key": value (text) to the object being built. */
+/* AppendJsonString appends value as a JSON string, escaped as jsonb prints it. */
 static void
-PushText(JsonbParseState **ps, const char *key, text *value)
+AppendJsonString(StringInfo buf, text *value)
 {
-	JsonbValue	k;
-	JsonbValue	v;
+	char	   *s = text_to_cstring(value);
 
-	k.type = jbvString;
-	k.val.string.val = unconstify(char *, key);
-	k.val.string.len = strlen(key);
-	v.type = jbvString;
-	v.val.string.val = VARDATA_ANY(value);
-	v.val.string.len = VARSIZE_ANY_EXHDR(value);
-	pushJsonbValue(ps, WJB_KEY, &k);
-	pushJsonbValue(ps, WJB_VALUE, &v);
+	escape_json(buf, s);
+	pfree(s);
 }
 
 /*
  * idemgate_effect_envelope implements effect_envelope(effect_id,
  * idempotency_key, effect_type, target, payload, attempt): the body the
- * dispatcher posts, the same text as jsonb_build_object of those six.
+ * dispatcher posts, the same text as jsonb_build_object of those six
+ * (test/sql/effect_envelope.sql). Written directly, with the keys in the
+ * order jsonb keeps them (shorter first, then bytewise), rather than built
+ * as a jsonb and printed: the payload is printed once instead of being
+ * copied into a new jsonb first (a tenth of the claim's instructions).
  */
 Datum
 idemgate_effect_envelope(PG_FUNCTION_ARGS)
 {
-	JsonbParseState *ps = NULL;
-	JsonbValue	k;
-	JsonbValue	v;
 	Jsonb	   *payload = PG_GETARG_JSONB_P(4);
-	JsonbValue *res;
+	StringInfoData buf;
 
-	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
-	PushText(&ps, "effect_id",
-			 cstring_to_text(DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0)))));
-	PushText(&ps, "idempotency_key", PG_GETARG_TEXT_PP(1));
-	PushText(&ps, "effect_type", PG_GETARG_TEXT_PP(2));
-	PushText(&ps, "target", PG_GETARG_TEXT_PP(3));
-	k.type = jbvString;
-	k.val.string.val = "payload";
-	k.val.string.len = strlen("payload");
-	pushJsonbValue(&ps, WJB_KEY, &k);
-	v.type = jbvBinary;
-	v.val.binary.data = &payload->root;
-	v.val.binary.len = VARSIZE(payload) - VARHDRSZ;
-	pushJsonbValue(&ps, WJB_VALUE, &v);
-	k.val.string.val = "attempt";
-	k.val.string.len = strlen("attempt");
-	pushJsonbValue(&ps, WJB_KEY, &k);
-	v.type = jbvNumeric;
-	v.val.numeric = DatumGetNumeric(DirectFunctionCall1(int4_numeric, PG_GETARG_DATUM(5)));
-	pushJsonbValue(&ps, WJB_VALUE, &v);
-	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-	PG_RETURN_TEXT_P(cstring_to_text(JsonbToCString(NULL, &JsonbValueToJsonb(res)->root,
-													 VARSIZE(payload))));
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"target\": ");
+	AppendJsonString(&buf, PG_GETARG_TEXT_PP(3));
+	appendStringInfo(&buf, ", \"attempt\": %d, \"payload\": ", PG_GETARG_INT32(5));
+	(void) JsonbToCString(&buf, &payload->root, VARSIZE(payload));
+	appendStringInfo(&buf, ", \"effect_id\": \"%s\", \"effect_type\": ",
+					 DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(0))));
+	AppendJsonString(&buf, PG_GETARG_TEXT_PP(2));
+	appendStringInfoString(&buf, ", \"idempotency_key\": ");
+	AppendJsonString(&buf, PG_GETARG_TEXT_PP(1));
+	appendStringInfoChar(&buf, '}');
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(buf.data, buf.len));
 }
 
 /* LeaseClaimValues fills the four parameters of a leasing claim; see outbox_dispatch.h. */
