@@ -194,7 +194,11 @@ print("%.2f %.2f %d" % (pct(0.50), pct(0.99), len(lat)))
 EOF
 }
 
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# The median; of an even count the mean of the two middle values.
+median() { sort -n | awk '{ a[NR] = $1 } END { m = int((NR + 1) / 2); print (NR % 2) ? a[m] : (a[m] + a[m + 1]) / 2 }'; }
+# Autovacuum's passes over runs and outbox so far (a round it overlapped
+# may be slower for it: the statistics and plans it changes, the pages it reads).
+autovac() { $PSQL -d bench -c "SELECT string_agg(relname || ' vacuum ' || autovacuum_count || ' analyze ' || autoanalyze_count, ', ' ORDER BY relname) FROM pg_stat_user_tables WHERE schemaname = 'idemgate' AND relname IN ('runs', 'outbox')"; }
 declare -A TP_CHUNK TP_DO CPU_CHUNK CPU_DO P50 P99
 for phase in $PHASES; do
 	$PSQL -d bench -c "TRUNCATE idemgate.events, idemgate.outbox, idemgate.approvals, idemgate.runs" >/dev/null
@@ -222,7 +226,7 @@ EOF
 		c+=("$x"); d+=("$y"); cc+=("$xc"); dc+=("$yc")
 		read -r a b cnt < <(latency "lat_${phase}_$r")
 		l50+=("$a"); l99+=("$b")
-		echo "  $phase round $r: chunked $x/s ($xc µs dispatcher CPU/effect), DO-loop $y/s ($yc µs CPU/effect), latency p50 $a ms p99 $b ms ($cnt effects), $(rss)"
+		echo "  $phase round $r: chunked $x/s ($xc µs dispatcher CPU/effect), DO-loop $y/s ($yc µs CPU/effect), latency p50 $a ms p99 $b ms ($cnt effects), $(rss); autovacuum: $(autovac)"
 	done
 	TP_CHUNK[$phase]=$(printf '%s\n' "${c[@]}" | median)
 	TP_DO[$phase]=$(printf '%s\n' "${d[@]}" | median)
