@@ -49,6 +49,7 @@
 #   CLAIMS=5000 DELIVERIES=1000 CLIENTS=4 SHARDS=32 SETUPS="single 1 2"
 #   IDLE_SECS=5 PORT=55460 (PORT..PORT+2) TIMEOUT=900 SYNC=on
 #   POLL= (idemgate.poll_interval; empty: the default, 1s)
+#   KEEP_LOGS= (a directory: the nodes' server logs are copied there at the end)
 set -euo pipefail
 CLAIMS=${CLAIMS:-5000}
 DELIVERIES=${DELIVERIES:-1000}
@@ -92,6 +93,8 @@ cleanup() {
   if [ -n "$sink_pid" ] && kill -0 "$sink_pid" 2>/dev/null; then
     kill -TERM "$sink_pid"; wait "$sink_pid" 2>/dev/null || true
   fi
+  # KEEP_LOGS=DIR: the nodes' server logs are copied there first.
+  if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$work"/*.log "$KEEP_LOGS"/ 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -23,6 +23,7 @@
 #include "utils/uuid.h"
 
 #include "citus/distributed.h"
+#include "citus/local_shards.h"
 #include "citus/statements.h"
 
 /*
@@ -70,7 +71,7 @@ RouteArg(const char *sql)
  * RoutedSql expands the markers for parameter $n (see above): n > 0 a
  * bucket, n < 0 an array of buckets ($-n), n = 0 none.
  */
-static char *
+char *
 RoutedSql(const char *sql, int n)
 {
 	StringInfoData out;
@@ -367,6 +368,45 @@ WithExtraParam(const SavedStatement *stmt, Datum *values, const char *nulls,
 	rnulls[stmt->nargs] = ' ';
 }
 
+/* FirstBucket returns the first of an int4[] of buckets, -1 for none. */
+static int
+FirstBucket(Datum buckets)
+{
+	ArrayType  *a = DatumGetArrayTypeP(buckets);
+
+	if (ARR_NDIM(a) != 1 || ARR_DIMS(a)[0] < 1 || ARR_HASNULL(a))
+		return -1;
+	return ((int32 *) ARR_DATA_PTR(a))[0];
+}
+
+/*
+ * ExecOnLocalShard runs the distributed form n of stmt (see RoutedSql; its
+ * last parameter of extra_type already in rvalues) on the shard of bucket
+ * when it is placed here and usable directly (src/citus/local_shards.c),
+ * setting *rc; false when the statement must go through Citus.
+ */
+static bool
+ExecOnLocalShard(SavedStatement *stmt, int n, Oid extra_type, int bucket, Datum *rvalues,
+				 const char *rnulls, bool read_only, long count, Snapshot snapshot, int *rc)
+{
+	Oid			types[lengthof(stmt->argtypes) + 1];
+	int			shard = LocalShardFor(bucket);
+	SPIPlanPtr	plan;
+	bool	   *planned;
+
+	if (shard < 0)
+		return false;
+	memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
+	types[stmt->nargs] = extra_type;
+	plan = LocalShardPlan(&stmt->local, stmt->sql, n, stmt->nargs + 1, types,
+						  stmt->cursor_options, shard, n < 0, &planned);
+	if (plan == NULL)
+		return false;
+	*rc = ExecPlan(stmt->sql, plan, planned, stmt->cursor_options, rvalues, rnulls,
+				   read_only, count, snapshot);
+	return true;
+}
+
 /*
  * ExecSavedInBuckets runs a scan of the per-run tables on the shard whose
  * buckets are the int4[] buckets (its / *@buckets* / markers), or, when
@@ -379,12 +419,16 @@ ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,
 	int			n = stmt->nargs + 1;
 	Datum		rvalues[lengthof(stmt->argtypes) + 1];
 	char		rnulls[lengthof(stmt->argtypes) + 1];
+	int			rc;
 
 	if (buckets == (Datum) 0 || !IdemgateIsDistributed())
 		return ExecSaved(stmt, values, nulls, read_only, count);
+	WithExtraParam(stmt, values, nulls, buckets, rvalues, rnulls);
+	if (ExecOnLocalShard(stmt, -n, INT4ARRAYOID, FirstBucket(buckets), rvalues, rnulls,
+						 read_only, count, InvalidSnapshot, &rc))
+		return rc;
 	if (stmt->shard_plan == NULL)
 		stmt->shard_plan = PrepareDistForm(stmt, -n, INT4ARRAYOID);
-	WithExtraParam(stmt, values, nulls, buckets, rvalues, rnulls);
 	return ExecPlan(stmt->sql, stmt->shard_plan, &stmt->shard_planned, 0,
 					rvalues, rnulls, read_only, count, InvalidSnapshot);
 }
@@ -401,9 +445,11 @@ ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
 	int			n = stmt->nargs + 1;
 	Datum		rvalues[lengthof(stmt->argtypes) + 1];
 	char		rnulls[lengthof(stmt->argtypes) + 1];
+	int			rc;
 
 	if (bucket < 0)
 	{
+		BeforeMultiShardStatement();
 		if (stmt->dist_any_plan == NULL)
 		{
 			stmt->dist_any_plan = PrepareDistForm(stmt, 0, InvalidOid);
@@ -412,12 +458,15 @@ ExecRouted(SavedStatement *stmt, Datum *values, const char *nulls,
 		return ExecPlan(stmt->sql, stmt->dist_any_plan, &stmt->dist_any_planned,
 						0, values, nulls, read_only, count, snapshot);
 	}
+	WithExtraParam(stmt, values, nulls, Int32GetDatum(bucket), rvalues, rnulls);
+	if (ExecOnLocalShard(stmt, n, INT4OID, bucket, rvalues, rnulls, read_only, count,
+						 snapshot, &rc))
+		return rc;
 	if (stmt->dist_plan == NULL)
 	{
 		stmt->dist_plan = PrepareDistForm(stmt, n, INT4OID);
 		stmt->dist_planned = false;
 	}
-	WithExtraParam(stmt, values, nulls, Int32GetDatum(bucket), rvalues, rnulls);
 	return ExecPlan(stmt->sql, stmt->dist_plan, &stmt->dist_planned, 0,
 					rvalues, rnulls, read_only, count, snapshot);
 }

@@ -29,6 +29,7 @@ typedef struct SavedStatement
 	bool		dist_any_planned;
 	SPIPlanPtr	shard_plan;		/* its form for one shard's buckets */
 	bool		shard_planned;
+	struct LocalForms *local;	/* its forms on shards here (local_shards.h) */
 } SavedStatement;
 
 /*
@@ -44,6 +45,7 @@ typedef struct SavedStatement
 #define GENERIC_PLAN NULL, CURSOR_OPT_GENERIC_PLAN
 
 extern Oid	IdemgateRelid(const char *name);
+extern char *RoutedSql(const char *sql, int n);
 extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 					  bool read_only, long count);
 extern int	ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,

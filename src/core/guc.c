@@ -37,6 +37,7 @@ int			IdemgateAlertApprovalWaitSecs = 4 * 3600;
 int			IdemgateMaxRepairs = 2;
 int			IdemgateTombstoneRetentionSecs = 400 * SECS_PER_DAY;
 bool		IdemgateAlertNotifyDetails = true;
+bool		IdemgateCitusLocalShards = true;
 int			IdemgateCircuitFailures = 5;
 int			IdemgateCircuitMaxHoldSecs = SECS_PER_DAY;
 
@@ -257,6 +258,13 @@ DefineIdemgateSettings(void)
 							 "NOTIFY idemgate_alerts payloads name the business event (subject, "
 							 "count, message with the first keys).",
 							 NULL, &IdemgateAlertNotifyDetails, true,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+
+	/* Read by src/citus/local_shards.c (docs/citus.md, "Local shards"). */
+	DefineCustomBoolVariable("idemgate.citus_local_shards",
+							 "On Citus, statements on a shard placed on this node run on the "
+							 "shard's tables directly, outside transaction blocks.",
+							 NULL, &IdemgateCitusLocalShards, true,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
 
 	/* Read by src/policy/secrets.c: where provider credentials live, not in a table. */

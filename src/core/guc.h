@@ -31,6 +31,7 @@ extern int	IdemgateMaxRepairs;
 extern int	IdemgateTombstoneRetentionSecs;
 extern bool IdemgateAlertNotifyDetails;
 extern char *IdemgateSecretsFile;
+extern bool IdemgateCitusLocalShards;
 
 extern void DefineIdemgateSettings(void);
 

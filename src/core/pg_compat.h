@@ -122,4 +122,18 @@
 #define EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
 
+/* 17: PGPROC's local transaction id moved into vxid. */
+#if PG_VERSION_NUM >= 170000
+#define MyLocalTransactionId (MyProc->vxid.lxid)
+#else
+#define MyLocalTransactionId (MyProc->lxid)
+#endif
+
+/* 17: LockHeldByMe gained "or a stronger mode". */
+#if PG_VERSION_NUM >= 170000
+#define LockHeldByMeCompat(tag, mode) LockHeldByMe((tag), (mode), false)
+#else
+#define LockHeldByMeCompat(tag, mode) LockHeldByMe((tag), (mode))
+#endif
+
 #endif
