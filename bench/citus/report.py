@@ -131,3 +131,18 @@ for s in order:
             print('  deliveries: switch-on to first request %.2f s, first to last request %.2f s (%.0f/s), '
                   'last request to all completed %.2f s; idle cost over that time %.3f ms per delivery (all nodes)'
                   % (a[0] - t0, a[-1] - a[0], (len(a) - 1) / max(1e-9, a[-1] - a[0]), t1 - a[-1], idle_part))
+
+# The last line (SPEC §23), for the setup with the most workers: the whole
+# cluster's CPU per delivery and per claim through the coordinator, each
+# against the single node's in this run, and the busiest idle worker's CPU
+# per second.
+clusters = [s for s in order if s != 'single']
+if sc and sd and clusters:
+    s = max(clusters, key=lambda x: int(x))
+    ns = nodes(s)
+    workers = [n for n in ns if n.startswith('worker')]
+    td = sum(per_op(s, 'deliver', n) for n in ns)
+    tc = sum(per_op(s, 'claim', n, 'rest') for n in ns)
+    print()
+    print('citus: delivery %.2fx, claim %.2fx the single node\'s CPU, idle %.0f ms/s'
+          % (td / sd, tc / sc, max(idle_rate(s, n) for n in workers)))

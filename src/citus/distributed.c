@@ -29,6 +29,7 @@
 
 #include "core/crypto.h"
 #include "citus/distributed.h"
+#include "citus/local_shards.h"
 
 PG_FUNCTION_INFO_V1(idemgate_key_bucket);
 PG_FUNCTION_INFO_V1(idemgate_uuid_bucket);
@@ -44,11 +45,15 @@ typedef enum
 static DistState dist_state = DIST_UNKNOWN;
 static bool callback_registered = false;
 
-/* ForgetDistState: any relation invalidation may be distribute() at work. */
+/*
+ * ForgetDistState: any relation invalidation may be distribute() at work,
+ * or a shard moving (src/citus/local_shards.c).
+ */
 static void
 ForgetDistState(Datum arg, Oid relid)
 {
 	dist_state = DIST_UNKNOWN;
+	ForgetLocalShardMap(relid);
 }
 
 /*

@@ -91,7 +91,6 @@ static struct
 static LocalTransactionId direct_in = InvalidLocalTransactionId;
 static int	direct_bucket = -1;
 static LocalTransactionId multi_shard_in = InvalidLocalTransactionId;
-static bool callback_registered = false;
 
 /* Every table Citus knows in schema idemgate, with its shards in hash order. */
 static SavedStatement map_stmt = {
@@ -126,9 +125,9 @@ static SavedStatement placement_stmt = {
 /* Citus's own routed read of a shard here: makes it run later tasks here in this backend. */
 static SPIPlanPtr prime_plan = NULL;
 
-/* ForgetMap drops the map when Citus changes a table's shards or placements. */
-static void
-ForgetMap(Datum arg, Oid relid)
+/* ForgetLocalShardMap; see local_shards.h. */
+void
+ForgetLocalShardMap(Oid relid)
 {
 	if (!map.valid)
 		return;
@@ -232,10 +231,15 @@ LoadMap(void)
 	}
 	SPI_finish();
 	map.valid = map.nshards > 0;
-	if (!callback_registered)
 	{
-		CacheRegisterRelcacheCallback(ForgetMap, (Datum) 0);
-		callback_registered = true;
+		int			here = 0;
+
+		for (int k = 0; k < map.nshards; k++)
+			here += map.shards[k].local ? 1 : 0;
+		ereport(DEBUG1,
+				(errmsg_internal("idemgate: %d of the %d shards of idemgate.runs are placed on this "
+								 "node; routed statements on them run there directly",
+								 here, map.nshards)));
 	}
 }
 

@@ -46,6 +46,15 @@ extern SPIPlanPtr LocalShardPlan(LocalForms **forms, const char *sql, int route_
 								 int shard, bool in_buckets, bool **planned);
 
 /*
+ * ForgetLocalShardMap drops the map of shards when relid (InvalidOid: any)
+ * is one of the tables it maps: Citus invalidates a distributed table's
+ * relation cache entry when its shards or placements change. Called from
+ * the one relation cache callback of src/citus/distributed.c (PostgreSQL
+ * has ten slots for every library of a backend).
+ */
+extern void ForgetLocalShardMap(Oid relid);
+
+/*
  * BeforeMultiShardStatement is called before a statement Citus runs on
  * several shards: after a direct write in this transaction, Citus is made
  * to run its tasks on this node's shards in this backend (it would
