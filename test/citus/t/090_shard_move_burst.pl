@@ -26,7 +26,9 @@ my $cl = citus_cluster('moveburst', distribute => 1,
 my $coord = $cl->{coord};
 my $sink = start_sink('moveburst', 400);
 my $base = $sink->{base};
-register_endpoint($coord, 'burst', "$base/delay/10", timeout => '5 seconds');
+# 50 ms per request, 16 in flight: about 300 completions a second, so that
+# 1,500 effects outlast the start of the move.
+register_endpoint($coord, 'burst', "$base/delay/50", timeout => '5 seconds');
 
 # The shard group: the runs shard holding the most of keys mb-1..mb-6000.
 my $shard = $coord->safe_psql('app', q{
@@ -39,8 +41,8 @@ my ($src_node) = grep { $_->port == $src } @{ $cl->{workers} };
 my ($dst_node) = grep { $_->port != $src } @{ $cl->{workers} };
 my $dst = $dst_node->port;
 
-# In the shard group, 500 effects per round, held by the kill switch until
-# the burst starts.
+# In the shard group, 1,500 effects per round, held by the kill switch
+# until the burst starts.
 my $moved_ids_sql = "SELECT effect_id FROM idemgate.outbox WHERE effect_type = 'burst'"
   . " AND get_shard_id_for_distribution_column('idemgate.runs', bucket) = $shard";
 my $round = 0;
@@ -54,23 +56,23 @@ sub burst_then_move
 DO \$\$
 DECLARE c record; k text; n int := 0;
 BEGIN
-  FOR i IN 1..60000 LOOP
+  FOR i IN 1..200000 LOOP
     k := 'mb$round-' || i;
     CONTINUE WHEN get_shard_id_for_distribution_column('idemgate.runs', idemgate.key_bucket(k)) <> $shard;
     n := n + 1;
-    EXIT WHEN n > 500;
+    EXIT WHEN n > 1500;
     SELECT * INTO c FROM idemgate.claim(k, '{}');
     PERFORM idemgate.enqueue_effect(c.idempotency_key, c.lease_owner, c.version,
       jsonb_build_object('type', 'burst', 'target', 't', 'payload', '{}'::jsonb));
   END LOOP;
 END \$\$;});
 	$coord->safe_psql('app', "SELECT idemgate.set_actions_enabled(true, 'tester', 'burst')");
-	ok(poll_app($coord, "SELECT count(*) >= " . (($round - 1) * 500 + 30)
+	ok(poll_app($coord, "SELECT count(*) >= " . (($round - 1) * 1500 + 30)
 		  . " FROM idemgate.outbox WHERE effect_type = 'burst' AND state = 'completed'", 60),
 		"$label: completions under way");
 	my $pending = $coord->safe_psql('app',
 		"SELECT count(*) FROM idemgate.outbox WHERE effect_id IN ($moved_ids_sql) AND state IN ('pending', 'sending')");
-	cmp_ok($pending, '>', 50, "$label: the shard group still has effects to complete when the move starts ($pending)");
+	cmp_ok($pending, '>', 100, "$label: the shard group still has effects to complete when the move starts ($pending)");
 	my ($ret, $out, $err) = psql_result($coord,
 		"SELECT citus_move_shard_placement($shard, '127.0.0.1', $from, '127.0.0.1', $to, shard_transfer_mode => '$mode')");
 	is($ret, 0, "$label: citus_move_shard_placement ($mode) succeeded") or diag($err);
@@ -86,10 +88,10 @@ burst_then_move($src, $dst, 'block_writes', 'move 1');
 burst_then_move($dst, $src, 'force_logical', 'move 2');
 
 my @ids = split /\n/, $coord->safe_psql('app', $moved_ids_sql);
-is(scalar(@ids), 1000, 'none lost: 1,000 effects in the shard group');
+is(scalar(@ids), 3000, 'none lost: 3,000 effects in the shard group');
 my %state = map { split /\|/ } split /\n/, $coord->safe_psql('app',
 	"SELECT effect_id || '|' || state FROM idemgate.outbox WHERE effect_type = 'burst'");
-is(scalar(grep { $_ eq 'completed' } values %state), 1000, 'every effect completed');
+is(scalar(grep { $_ eq 'completed' } values %state), 3000, 'every effect completed');
 my $by = requests_by_key($sink);
 my @twice = grep { @{ $by->{$_} // [] } > 1 } keys %state;
 is(scalar(@twice), 0, 'no effect sent twice');
