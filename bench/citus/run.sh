@@ -49,6 +49,8 @@
 #   CLAIMS=5000 DELIVERIES=1000 CLIENTS=4 SHARDS=32 SETUPS="single 1 2"
 #   IDLE_SECS=5 PORT=55460 (PORT..PORT+2) TIMEOUT=900 SYNC=on
 #   POLL= (idemgate.poll_interval; empty: the default, 1s)
+#   LOCAL_SHARDS= (idemgate.citus_local_shards; empty: the default, on; off:
+#     every statement through Citus's planner, as before 1.3)
 #   KEEP_LOGS= (a directory: the nodes' server logs are copied there at the end)
 set -euo pipefail
 CLAIMS=${CLAIMS:-5000}
@@ -132,6 +134,7 @@ synchronous_commit = $SYNC
 autovacuum = off
 CONF
   [ -n "${POLL:-}" ] && echo "idemgate.poll_interval = '$POLL'" >> "$d/postgresql.conf"
+  [ -n "${LOCAL_SHARDS:-}" ] && echo "idemgate.citus_local_shards = $LOCAL_SHARDS" >> "$d/postgresql.conf"
   case $3 in
     citus*) cat >> "$d/postgresql.conf" <<CONF
 citus.node_conninfo = 'sslmode=disable'
@@ -229,7 +232,7 @@ for _ in $(seq 100); do [ -s "$work/sink.port" ] && break; sleep 0.1; done
 sink_url="http://127.0.0.1:$(cat "$work/sink.port")"
 
 echo "bench/citus: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "  CLAIMS=$CLAIMS DELIVERIES=$DELIVERIES CLIENTS=$CLIENTS SHARDS=$SHARDS SYNC=$SYNC POLL=${POLL:-default}"
+echo "  CLAIMS=$CLAIMS DELIVERIES=$DELIVERIES CLIENTS=$CLIENTS SHARDS=$SHARDS SYNC=$SYNC POLL=${POLL:-default} LOCAL_SHARDS=${LOCAL_SHARDS:-default}"
 : > "$work/cpu.tsv"; : > "$work/count.tsv"; : > "$work/times.tsv"
 for setup in $SETUPS; do
   cport=$PORT
