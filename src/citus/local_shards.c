@@ -382,8 +382,9 @@ HasAlias(const char *p)
 
 /*
  * ShardSql returns sql with each idemgate table named by its placement on
- * shard, or NULL when one has no local form. Functions (a name followed by
- * "(") and types keep their names.
+ * shard, or NULL when one has no local form. Functions (a name followed
+ * directly by "(", as every statement here writes them) and names that are
+ * no relation keep their names.
  */
 static char *
 ShardSql(const char *sql, int shard)
@@ -414,16 +415,21 @@ ShardSql(const char *sql, int shard)
 		appendBinaryStringInfo(&out, p, s - p);
 		p = e;
 		if (e - s == 0 || e - s >= NAMEDATALEN)
+		{
+			appendBinaryStringInfo(&out, s, e - s);
 			continue;
+		}
 		memcpy(name, s, e - s);
 		name[e - s] = '\0';
-		while (*e == ' ')
-			e++;
+		/* a function: "idemgate.f(" (a column list follows a space) */
 		if (*e == '(')
 		{
 			appendStringInfoString(&out, name);
 			continue;
 		}
+		/* a row type ("::idemgate.runs") or a qualified column: keep Citus */
+		if ((m > sql && m[-1] == ':') || *e == '.' || *e == '%')
+			return NULL;
 		mapped = MappedName(name, shard, &known);
 		if (mapped != NULL)
 		{

@@ -101,6 +101,23 @@ my @lost = grep { $state{$_} ne 'completed' && grep { $_->{status} >= 200 && $_-
 is(scalar(@lost), 0, 'no completion lost in a move (every 2xx answered is completed)');
 is(sink_stats($sink)->{keys_2xx_more_than_once}, 0, 'sink: no key got two 2xx');
 
+# Calls made on the worker that holds their key, each its own transaction:
+# the claim's insert, the effect's insert (a column list after the table's
+# name) and the completion run there on the shard tables.
+my $holder = $coord->safe_psql('app', $where_sql);
+my ($hnode) = grep { $_->port == $holder } @{ $cl->{workers} };
+my $key = $coord->safe_psql('app', qq{
+SELECT k FROM (SELECT 'mb-local-' || i AS k FROM generate_series(1, 100000) i) x
+ WHERE get_shard_id_for_distribution_column('idemgate.runs', idemgate.key_bucket(k)) = $shard LIMIT 1});
+my ($owner, $version) = split /\|/, $hnode->safe_psql('app',
+	"SELECT lease_owner || '|' || version FROM idemgate.claim('$key', '{\"n\": 1}')");
+ok($owner ne '', "claim on the worker holding the key ($key)");
+my $eid = $hnode->safe_psql('app', "SELECT effect_ids[1] FROM idemgate.enqueue_effect('$key', '$owner', $version,"
+	  . " '{\"type\": \"burst\", \"target\": \"local\", \"payload\": {}}')");
+ok(poll_app($coord, "SELECT state = 'completed' FROM idemgate.outbox WHERE effect_id = '$eid'", 60),
+	'an effect enqueued on that worker is delivered and completed');
+is(scalar(@{ requests_by_key($sink)->{$eid} // [] }), 1, 'sent once');
+
 # The path under test was taken: both workers' dispatchers found shards of
 # runs placed on them and ran their statements there directly.
 for my $w (@{ $cl->{workers} })
