@@ -261,12 +261,9 @@ for setup in $SETUPS; do
   q "$PORT" "SELECT idemgate.register_endpoint('bench', '$sink_url/ok?setup=$setup', '10 seconds')" >/dev/null
   settle
 
-  # Idle: what each node spends with nothing to do. After a pause: the
-  # workers' backends that ran settle's VACUUM ANALYZE for the coordinator
-  # exit when its session ends, and a backend's whole CPU is counted when
-  # the postmaster reaps it (cutime), which put 20-60 ms/s of VACUUM into
-  # the idle rate of a worker.
-  sleep 3
+  # Idle: what each node spends with nothing to do (the coordinator reads
+  # the alerts every 10 s, some statements on every shard: take IDLE_SECS
+  # of 10 or more to count them).
   b=$(ticks_all); t0=$(now); sleep "$IDLE_SECS"; t1=$(now); a=$(ticks_all)
   record idle 1 "$t0" "$t1" "$b" "$a"
   echo "[$setup] idle CPU ms/s: $(awk -v s="$setup" '$1 == s && $2 == "idle" { printf "%s %.0f (dispatchers %.0f)  ", $3, ($6 + $7) / $5, $6 / $5 }' "$work/cpu.tsv")"
