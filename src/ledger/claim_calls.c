@@ -19,6 +19,7 @@
 #include "utils/uuid.h"
 
 #include "citus/distributed.h"
+#include "citus/local_shards.h"
 #include "citus/shard_autocommit.h"
 #include "citus/statements.h"
 #include "core/args.h"
@@ -88,7 +89,9 @@ ReadClaimArgs(FunctionCallInfo fcinfo, int first, ClaimArgs *args)
  * statements are one transaction even when Citus did not delegate it, and
  * for which payload_mismatch is an outcome. Otherwise, on Citus, a call
  * that is its whole transaction (src/citus/shard_autocommit.c) runs on the key's
- * node (ClaimInBucket); any other runs here, in the caller's transaction.
+ * node (ClaimInBucket), unless that is this node: then, as any other call,
+ * it runs here, in the caller's transaction, on the shard's tables
+ * (src/citus/local_shards.c), without Citus's delegation of the call.
  */
 static Datum
 EmitClaim(FunctionCallInfo fcinfo, const ClaimArgs *args, bool in_bucket)
@@ -108,7 +111,9 @@ EmitClaim(FunctionCallInfo fcinfo, const ClaimArgs *args, bool in_bucket)
 				 NULL, NULL, args->origin, &res);
 		EndShardAutocommit(nestlevel);
 	}
-	else if (IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo))
+	else if (IdemgateIsDistributed() && CallIsWholeTransaction(fcinfo) &&
+			 LocalShardFor(KeyBucket(VARDATA_ANY(args->key),
+									 VARSIZE_ANY_EXHDR(args->key))) < 0)
 		ClaimInBucket(args->key, args->payload, args->lease, args->workflow, args->owner,
 					  args->origin, &res);
 	else
