@@ -29,7 +29,6 @@
 
 #include "core/crypto.h"
 #include "citus/distributed.h"
-#include "citus/local_shards.h"
 
 PG_FUNCTION_INFO_V1(idemgate_key_bucket);
 PG_FUNCTION_INFO_V1(idemgate_uuid_bucket);
@@ -45,6 +44,9 @@ typedef enum
 static DistState dist_state = DIST_UNKNOWN;
 static bool callback_registered = false;
 
+/* DistributedRelcacheHook; see distributed.h. */
+void		(*DistributedRelcacheHook) (Oid relid) = NULL;
+
 /*
  * ForgetDistState: any relation invalidation may be distribute() at work,
  * or a shard moving (src/citus/local_shards.c).
@@ -53,7 +55,8 @@ static void
 ForgetDistState(Datum arg, Oid relid)
 {
 	dist_state = DIST_UNKNOWN;
-	ForgetLocalShardMap(relid);
+	if (DistributedRelcacheHook)
+		DistributedRelcacheHook(relid);
 }
 
 /*

@@ -24,6 +24,13 @@
 #define IDEMGATE_ROUTED_TOKEN_CHARS (IDEMGATE_TOKEN_SECRET_CHARS + 5)
 
 extern bool IdemgateIsDistributed(void);
+
+/*
+ * DistributedRelcacheHook, when set, is called from this file's relation
+ * cache callback (src/citus/local_shards.c sets it: a second callback of
+ * its own would take one of PostgreSQL's ten slots).
+ */
+extern void (*DistributedRelcacheHook) (Oid relid);
 extern bool IdemgateTableIsDistributed(const char *name);
 extern bool CitusWorkerBeforeDistribute(void);
 extern int	KeyBucket(const char *key, int len);

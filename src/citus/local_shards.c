@@ -46,8 +46,8 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "citus/distributed.h"
 #include "citus/local_shards.h"
-#include "citus/statements.h"
 #include "core/guc.h"
 #include "core/pg_compat.h"
 
@@ -93,7 +93,7 @@ static int	direct_bucket = -1;
 static LocalTransactionId multi_shard_in = InvalidLocalTransactionId;
 
 /* Every table Citus knows in schema idemgate, with its shards in hash order. */
-static SavedStatement map_stmt = {
+static const char map_sql[] =
 	"SELECT c.relname::pg_catalog.text, p.partmethod::pg_catalog.text, p.colocationid,"
 	"       s.shardid, s.shardminvalue::pg_catalog.int4,"
 	"       EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement pl"
@@ -108,25 +108,72 @@ static SavedStatement map_stmt = {
 	" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.logicalrelid"
 	" JOIN pg_catalog.pg_dist_shard s ON s.logicalrelid OPERATOR(pg_catalog.=) p.logicalrelid"
 	" WHERE c.relnamespace OPERATOR(pg_catalog.=) 'idemgate'::pg_catalog.regnamespace"
-	" ORDER BY c.relname, s.shardminvalue::pg_catalog.int4 NULLS FIRST",
-	0, {InvalidOid}
-};
+	" ORDER BY c.relname, s.shardminvalue::pg_catalog.int4 NULLS FIRST";
+static SPIPlanPtr map_plan = NULL;
 
 /* Under the lock: is runs' shard $1 still placed in group $2, and how many shards are there. */
-static SavedStatement placement_stmt = {
+static const char placement_sql[] =
 	"SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement"
 	"               WHERE shardid OPERATOR(pg_catalog.=) $1"
 	"                 AND groupid OPERATOR(pg_catalog.=) $2),"
 	"       (SELECT pg_catalog.count(*)::pg_catalog.int4 FROM pg_catalog.pg_dist_shard"
-	"        WHERE logicalrelid OPERATOR(pg_catalog.=) $3)",
-	3, {INT8OID, INT4OID, OIDOID}
-};
+	"        WHERE logicalrelid OPERATOR(pg_catalog.=) $3)";
+static SPIPlanPtr placement_plan = NULL;
+
+/*
+ * ReadCatalog runs sql (prepared once into *plan) in a fresh snapshot,
+ * inside an SPI connection of its own the caller ends with SPI_finish.
+ * These reads stay below src/citus/statements.c, which calls this file.
+ */
+static uint64
+ReadCatalog(const char *sql, SPIPlanPtr *plan, int nargs, Oid *types, Datum *args)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, nargs, types);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare a read of Citus's metadata: %s",
+				 SPI_result_code_string(SPI_result));
+		*plan = p;
+	}
+	if (SPI_execute_snapshot(*plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							 true, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read Citus's metadata of idemgate's tables");
+	return SPI_processed;
+}
+
+/* Column col (1-based) of row of the last result (NULL reads as 0). */
+static Datum
+Col(uint64 row, int col)
+{
+	bool		isnull;
+
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
+}
+
+/* IdemgateRelationExists says whether idemgate.<name> is a relation. */
+static bool
+IdemgateRelationExists(const char *name)
+{
+	Oid			nsp = get_namespace_oid("idemgate", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid(name, nsp));
+}
 
 /* Citus's own routed read of a shard here: makes it run later tasks here in this backend. */
 static SPIPlanPtr prime_plan = NULL;
 
-/* ForgetLocalShardMap; see local_shards.h. */
-void
+/*
+ * ForgetLocalShardMap drops the map when relid (InvalidOid: any) is one of
+ * the tables it maps: Citus invalidates a distributed table's relation
+ * cache entry when its shards or placements change. Called through
+ * DistributedRelcacheHook (src/citus/distributed.c: PostgreSQL has ten
+ * relation cache callback slots for every library of a backend).
+ */
+static void
 ForgetLocalShardMap(Oid relid)
 {
 	if (!map.valid)
@@ -158,50 +205,45 @@ LoadMap(void)
 		map.cxt = AllocSetContextCreate(TopMemoryContext, "idemgate local shards",
 										ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(map.cxt);
+	DistributedRelcacheHook = ForgetLocalShardMap;
 	map.valid = false;
 	map.generation++;
 	map.nshards = 0;
 	map.ntables = 0;
-	map.runs_relid = IdemgateRelid("runs");
+	map.runs_relid = get_relname_relid("runs", get_namespace_oid("idemgate", false));
 
-	ConnectSPI();
-	if (ExecSavedLatest(&map_stmt, NULL, NULL, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the shards of idemgate's tables");
-	n = (int) SPI_processed;
+	n = (int) ReadCatalog(map_sql, &map_plan, 0, NULL, NULL);
 	for (int i = 0; i < n; i++)
 	{
-		if (strcmp(GetResultCString(i, 1), "runs") == 0)
+		if (strcmp(TextDatumGetCString(Col(i, 1)), "runs") == 0)
 		{
-			bool		isnull;
-
 			runs_shards++;
-			map.colocation = DatumGetUInt32(GetResultDatum(i, 3, &isnull));
+			map.colocation = DatumGetUInt32(Col(i, 3));
 		}
 	}
 	map.shards = MemoryContextAllocZero(map.cxt, sizeof(ShardGroup) * Max(runs_shards, 1));
 	map.tables = MemoryContextAllocZero(map.cxt, sizeof(MappedTable) * Max(n, 1));
 	for (int i = 0; i < n;)
 	{
-		char	   *name = GetResultCString(i, 1);
-		char	   *method = GetResultCString(i, 2);
-		bool		isnull;
-		uint32		colocation = DatumGetUInt32(GetResultDatum(i, 3, &isnull));
-		bool		identity = DatumGetBool(GetResultDatum(i, 7, &isnull));
+		char	   *name = TextDatumGetCString(Col(i, 1));
+		char	   *method = TextDatumGetCString(Col(i, 2));
+		uint32		colocation = DatumGetUInt32(Col(i, 3));
+		bool		identity = DatumGetBool(Col(i, 7));
 		MappedTable *t = &map.tables[map.ntables++];
 		int			count = 0;
 		bool		all_here = true;
 
-		map.group_id = DatumGetInt32(GetResultDatum(i, 8, &isnull));
+		map.group_id = DatumGetInt32(Col(i, 8));
 		strlcpy(t->name, name, NAMEDATALEN);
-		t->relid = DatumGetObjectId(GetResultDatum(i, 9, &isnull));
+		t->relid = DatumGetObjectId(Col(i, 9));
 		t->reference = method[0] == 'n';
-		while (i + count < n && strcmp(GetResultCString(i + count, 1), name) == 0)
+		while (i + count < n && strcmp(TextDatumGetCString(Col(i + count, 1)), name) == 0)
 			count++;
 		t->shardids = MemoryContextAllocZero(map.cxt, sizeof(int64) * count);
 		for (int k = 0; k < count; k++)
 		{
-			t->shardids[k] = DatumGetInt64(GetResultDatum(i + k, 4, &isnull));
-			if (!DatumGetBool(GetResultDatum(i + k, 6, &isnull)))
+			t->shardids[k] = DatumGetInt64(Col(i + k, 4));
+			if (!DatumGetBool(Col(i + k, 6)))
 				all_here = false;
 		}
 		if (strcmp(name, "runs") == 0)
@@ -209,9 +251,9 @@ LoadMap(void)
 			map.nshards = count;
 			for (int k = 0; k < count; k++)
 			{
-				map.shards[k].min = DatumGetInt32(GetResultDatum(i + k, 5, &isnull));
+				map.shards[k].min = DatumGetInt32(Col(i + k, 5));
 				map.shards[k].runs_shardid = t->shardids[k];
-				map.shards[k].local = DatumGetBool(GetResultDatum(i + k, 6, &isnull));
+				map.shards[k].local = DatumGetBool(Col(i + k, 6));
 				map.shards[k].checked_in = InvalidLocalTransactionId;
 			}
 		}
@@ -286,7 +328,7 @@ LocalShardFor(int bucket)
 	ShardGroup *g;
 	LOCKTAG		tag;
 	Datum		args[3];
-	bool		isnull;
+	Oid			placement_types[3] = {INT8OID, INT4OID, OIDOID};
 	bool		here;
 	int			count;
 	int			shard;
@@ -314,11 +356,10 @@ LocalShardFor(int bucket)
 	args[0] = Int64GetDatum(g->runs_shardid);
 	args[1] = Int32GetDatum(map.group_id);
 	args[2] = ObjectIdGetDatum(map.runs_relid);
-	ConnectSPI();
-	if (ExecSavedLatest(&placement_stmt, args, NULL, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (ReadCatalog(placement_sql, &placement_plan, 3, placement_types, args) != 1)
 		elog(ERROR, "could not read the placement of shard " INT64_FORMAT, g->runs_shardid);
-	here = DatumGetBool(GetResultDatum(0, 1, &isnull));
-	count = DatumGetInt32(GetResultDatum(0, 2, &isnull));
+	here = DatumGetBool(Col(0, 1));
+	count = DatumGetInt32(Col(0, 2));
 	SPI_finish();
 	if (!here || count != map.nshards)
 	{
@@ -438,7 +479,7 @@ ShardSql(const char *sql, int shard)
 			if (!HasAlias(e))
 				appendStringInfo(&out, " AS %s", name);
 		}
-		else if (!known && !OidIsValid(IdemgateRelid(name)))
+		else if (!known && !IdemgateRelationExists(name))
 			appendStringInfoString(&out, name); /* a type */
 		else
 			return NULL;
@@ -465,9 +506,9 @@ FreeForms(LocalForms *f)
 
 /* LocalShardPlan; see local_shards.h. */
 SPIPlanPtr
-LocalShardPlan(LocalForms **forms, const char *sql, int route_n, int nargs,
-			   const Oid *argtypes, int cursor_options, int shard, bool in_buckets,
-			   bool **planned)
+LocalShardPlan(LocalForms **forms, const char *sql, RouteSqlFn route, int route_n,
+			   int nargs, const Oid *argtypes, int cursor_options, int shard,
+			   bool in_buckets, bool **planned)
 {
 	LocalForms *f = *forms;
 	SPIPlanPtr *slot;
@@ -501,7 +542,7 @@ LocalShardPlan(LocalForms **forms, const char *sql, int route_n, int nargs,
 	*planned = in_buckets ? &f->in_buckets_planned[shard] : &f->routed_planned[shard];
 	if (*slot != NULL)
 		return *slot;
-	routed = RoutedSql(sql, route_n);
+	routed = route(sql, route_n);
 	shard_sql = ShardSql(routed, shard);
 	pfree(routed);
 	if (shard_sql == NULL)

@@ -36,23 +36,17 @@ extern int	LocalShardFor(int bucket);
 
 /*
  * LocalShardPlan returns the plan on shard index shard of sql's distributed
- * form route_n (RoutedSql), with each table named by its placement here,
+ * form route_n (route: src/citus/statements.c's RoutedSql, which calls
+ * this file), with each table named by its placement here,
  * prepared on first use with cursor_options; NULL when the statement names
  * a table that has no local form (its rows take ids from a sequence, or it
  * is not a Citus table). *planned is the plan's "executed once" flag.
  */
-extern SPIPlanPtr LocalShardPlan(LocalForms **forms, const char *sql, int route_n,
-								 int nargs, const Oid *argtypes, int cursor_options,
-								 int shard, bool in_buckets, bool **planned);
-
-/*
- * ForgetLocalShardMap drops the map of shards when relid (InvalidOid: any)
- * is one of the tables it maps: Citus invalidates a distributed table's
- * relation cache entry when its shards or placements change. Called from
- * the one relation cache callback of src/citus/distributed.c (PostgreSQL
- * has ten slots for every library of a backend).
- */
-extern void ForgetLocalShardMap(Oid relid);
+typedef char *(*RouteSqlFn) (const char *sql, int n);
+extern SPIPlanPtr LocalShardPlan(LocalForms **forms, const char *sql, RouteSqlFn route,
+								 int route_n, int nargs, const Oid *argtypes,
+								 int cursor_options, int shard, bool in_buckets,
+								 bool **planned);
 
 /*
  * BeforeMultiShardStatement is called before a statement Citus runs on

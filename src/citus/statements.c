@@ -71,7 +71,7 @@ RouteArg(const char *sql)
  * RoutedSql expands the markers for parameter $n (see above): n > 0 a
  * bucket, n < 0 an array of buckets ($-n), n = 0 none.
  */
-char *
+static char *
 RoutedSql(const char *sql, int n)
 {
 	StringInfoData out;
@@ -398,7 +398,7 @@ ExecOnLocalShard(SavedStatement *stmt, int n, Oid extra_type, int bucket, Datum 
 		return false;
 	memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
 	types[stmt->nargs] = extra_type;
-	plan = LocalShardPlan(&stmt->local, stmt->sql, n, stmt->nargs + 1, types,
+	plan = LocalShardPlan(&stmt->local, stmt->sql, RoutedSql, n, stmt->nargs + 1, types,
 						  stmt->cursor_options, shard, n < 0, &planned);
 	if (plan == NULL)
 		return false;

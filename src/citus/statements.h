@@ -45,7 +45,6 @@ typedef struct SavedStatement
 #define GENERIC_PLAN NULL, CURSOR_OPT_GENERIC_PLAN
 
 extern Oid	IdemgateRelid(const char *name);
-extern char *RoutedSql(const char *sql, int n);
 extern int	ExecSaved(SavedStatement *stmt, Datum *values, const char *nulls,
 					  bool read_only, long count);
 extern int	ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,
