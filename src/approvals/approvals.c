@@ -670,7 +670,11 @@ ExpireApprovals(void)
 	/* On Citus the locking scan runs one shard at a time (src/citus/shard_buckets.c). */
 	if (IdemgateIsDistributed())
 	{
-		foreach(lc, ShardBucketSets(SHARDS_SCAN))
+		List	   *sets = ShardBucketSets(SHARDS_SCAN);
+
+		if (!AnyShardHasWork(sets, SHARD_EXPIRED_APPROVALS))
+			return 0;
+		foreach(lc, sets)
 		{
 			Datum		buckets = ShardBucketsWithWork(lfirst(lc), SHARD_EXPIRED_APPROVALS);
 

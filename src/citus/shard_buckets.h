@@ -26,6 +26,7 @@ typedef enum
 	SHARD_EXPIRED_LEASES,		/* SettleExpiredLeases */
 	SHARD_EXPIRED_APPROVALS,	/* ExpireApprovals */
 	SHARD_UNKNOWN_EFFECTS,		/* status look-ups (src/outbox/outbox_lookups.c) */
+	SHARD_APPROVED_RUNS,		/* CompleteSettledRuns */
 	SHARD_WORK_KINDS
 } ShardWork;
 
@@ -41,6 +42,7 @@ typedef struct ShardSet
 
 extern List *ShardBucketSets(ShardScope scope);
 extern Datum ShardBucketsWithWork(ShardSet *set, ShardWork work);
+extern bool AnyShardHasWork(List *sets, ShardWork work);
 extern int	LocalGroupId(void);
 
 #endif

@@ -21,6 +21,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
@@ -39,6 +40,7 @@
 #include "ledger/payload_mismatches.h"
 #include "ledger/runs.h"
 #include "citus/shard_autocommit.h"
+#include "citus/shard_buckets.h"
 #include "citus/statements.h"
 #include "core/sqlstates.h"
 #include "ledger/tombstones.h"
@@ -186,6 +188,7 @@ static SavedStatement approved_runs_stmt = {
 	" WHERE r.state OPERATOR(pg_catalog.=) 'approved'"
 	"   AND r.updated_at OPERATOR(pg_catalog.>=) $1"
 	"   AND (r.updated_at OPERATOR(pg_catalog.>) $1 OR r.idempotency_key OPERATOR(pg_catalog.>) $2)"
+	"/*@buckets r*/"
 	" ORDER BY r.updated_at, r.idempotency_key LIMIT $3",
 	3, {TIMESTAMPTZOID, TEXTOID, INT8OID}, GENERIC_PLAN
 };
@@ -285,12 +288,46 @@ CompleteRunIfDone(text *key)
 }
 
 /*
- * Where this session's walk over the approved runs stands (see
- * CompleteSettledRuns): after the run (settled_after_at,
- * settled_after_key); DT_NOBEGIN is the start.
+ * Where a walk over the approved runs stands (see CompleteSettledRuns):
+ * after the run (at, key); DT_NOBEGIN is the start. One per session, and
+ * on Citus one per shard (settled_walks, keyed by shard id).
  */
-static TimestampTz settled_after_at = DT_NOBEGIN;
-static char settled_after_key[IDEMGATE_MAX_KEY_BYTES + 1] = "";
+typedef struct SettledWalk
+{
+	int64		shardid;		/* hash key; 0 for the session's own walk */
+	TimestampTz at;
+	char		key[IDEMGATE_MAX_KEY_BYTES + 1];
+} SettledWalk;
+
+static SettledWalk session_walk = {0, DT_NOBEGIN, ""};
+static HTAB *settled_walks = NULL;
+
+/* ShardWalk is the walk over the approved runs of a shard, from the start at first. */
+static SettledWalk *
+ShardWalk(int64 shardid)
+{
+	SettledWalk *walk;
+	bool		found;
+
+	if (settled_walks == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(SettledWalk);
+		settled_walks = hash_create("idemgate settled-run walks", 64, &ctl,
+									HASH_ELEM | HASH_BLOBS);
+	}
+	walk = hash_search(settled_walks, &shardid, HASH_ENTER, &found);
+	if (!found)
+	{
+		walk->at = DT_NOBEGIN;
+		walk->key[0] = '\0';
+	}
+	return walk;
+}
+
+static int	CompleteSettledRunsIn(Datum buckets, int limit, SettledWalk *walk);
 
 /*
  * CompleteSettledRuns is the safety net of run completion (docs/outbox.md,
@@ -298,17 +335,59 @@ static char settled_after_key[IDEMGATE_MAX_KEY_BYTES + 1] = "";
  * in another state than completed or cancelled, as their last effect
  * should have, and returns how many. Such a run is looked for, not
  * expected: every path that settles an effect completes its run. A
- * limit > 0 looks at that many approved runs, continuing where this
- * session's previous call stopped and starting again at the beginning
- * after the last one (the dispatcher's call every second: bounded work,
- * however many runs wait for deliveries or people); limit 0 looks at all
- * of them. Each run is locked (SKIP LOCKED: one another transaction holds
+ * limit > 0 looks at that many approved runs (on Citus, per shard),
+ * continuing where this session's previous call stopped and starting
+ * again at the beginning after the last one (the dispatcher's call every
+ * second, every 10 s on a Citus worker: bounded work, however many runs
+ * wait for deliveries or people); limit 0 looks at all of them. Each run is locked (SKIP LOCKED: one another transaction holds
  * is looked at again on the next pass) and checked again in a snapshot
  * taken after the lock, as CompleteLockedRuns does. Must be called inside
  * SPI.
  */
 int
 CompleteSettledRuns(int limit)
+{
+	ListCell   *lc;
+	int			n = 0;
+
+	if (!IdemgateIsDistributed())
+		n = CompleteSettledRunsIn((Datum) 0, limit, &session_walk);
+	else
+	{
+		/*
+		 * On Citus one shard at a time, each with its own walk: a worker's
+		 * dispatcher looks at its own shards (their tables, with plans kept
+		 * per shard: src/citus/local_shards.c), skipping those without an
+		 * approved run; the coordinator, called by an operator, at all.
+		 */
+		List	   *sets = ShardBucketSets(SHARDS_SCAN);
+
+		if (!AnyShardHasWork(sets, SHARD_APPROVED_RUNS))
+			return 0;
+		foreach(lc, sets)
+		{
+			ShardSet   *set = lfirst(lc);
+			Datum		buckets = ShardBucketsWithWork(set, SHARD_APPROVED_RUNS);
+
+			if (buckets != (Datum) 0)
+				n += CompleteSettledRunsIn(buckets, limit, ShardWalk(set->shardid));
+		}
+	}
+	if (n > 0)
+		ereport(LOG,
+				(errmsg("idemgate: completed %d approved %s whose effects were all settled",
+						n, n == 1 ? "run" : "runs"),
+				 errdetail("A run completes with its last effect; docs/outbox.md, "
+						   "\"Completing a run\".")));
+	return n;
+}
+
+/*
+ * CompleteSettledRunsIn is CompleteSettledRuns on the shard whose buckets
+ * are the int4[] buckets (everywhere when 0), walking from walk.
+ */
+static int
+CompleteSettledRunsIn(Datum buckets, int limit, SettledWalk *walk)
 {
 	Datum		values[3];
 	char		nulls[3] = {' ', ' ', ' '};
@@ -317,11 +396,11 @@ CompleteSettledRuns(int limit)
 	uint64		rows;
 	int			n;
 
-	values[0] = TimestampTzGetDatum(limit > 0 ? settled_after_at : DT_NOBEGIN);
-	values[1] = CStringGetTextDatum(limit > 0 ? settled_after_key : "");
+	values[0] = TimestampTzGetDatum(limit > 0 ? walk->at : DT_NOBEGIN);
+	values[1] = CStringGetTextDatum(limit > 0 ? walk->key : "");
 	values[2] = Int64GetDatum((int64) limit);
 	nulls[2] = limit > 0 ? ' ' : 'n';
-	if (ExecSaved(&approved_runs_stmt, values, nulls, false, 0) != SPI_OK_SELECT)
+	if (ExecSavedInBuckets(&approved_runs_stmt, values, nulls, false, 0, buckets) != SPI_OK_SELECT)
 		elog(ERROR, "could not read approved runs");
 	rows = SPI_processed;
 	settled = palloc(sizeof(Datum) * (rows + 1));
@@ -337,16 +416,16 @@ CompleteSettledRuns(int limit)
 		if (rows < (uint64) limit)
 		{
 			/* The end: the next call starts again at the beginning. */
-			settled_after_at = DT_NOBEGIN;
-			settled_after_key[0] = '\0';
+			walk->at = DT_NOBEGIN;
+			walk->key[0] = '\0';
 		}
 		else
 		{
 			bool		isnull;
 
-			settled_after_at = DatumGetTimestampTz(GetResultDatum(rows - 1, 2, &isnull));
+			walk->at = DatumGetTimestampTz(GetResultDatum(rows - 1, 2, &isnull));
 			text_to_cstring_buffer(DatumGetTextPP(GetResultDatum(rows - 1, 1, &isnull)),
-								   settled_after_key, sizeof(settled_after_key));
+								   walk->key, sizeof(walk->key));
 		}
 	}
 	if (nsettled == 0)
@@ -381,14 +460,7 @@ CompleteSettledRuns(int limit)
 
 		settled[i] = PointerGetDatum(DatumGetTextPCopy(GetResultDatum(i, 1, &isnull)));
 	}
-	n = CompleteLockedRuns(PointerGetDatum(construct_array(settled, n, TEXTOID, -1, false,
-														   TYPALIGN_INT)));
-	if (n > 0)
-		ereport(LOG,
-				(errmsg("idemgate: completed %d approved %s whose effects were all settled",
-						n, n == 1 ? "run" : "runs"),
-				 errdetail("A run completes with its last effect; docs/outbox.md, "
-						   "\"Completing a run\".")));
-	return n;
+	return CompleteLockedRuns(PointerGetDatum(construct_array(settled, n, TEXTOID, -1, false,
+															  TYPALIGN_INT)));
 }
 

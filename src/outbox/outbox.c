@@ -610,8 +610,11 @@ SettleExpiredLeasesByShard(Datum *values, const char *nulls, const ErrorClass *e
 {
 	ListCell   *lc;
 	int			settled = 0;
+	List	   *sets = ShardBucketSets(SHARDS_SCAN);
 
-	foreach(lc, ShardBucketSets(SHARDS_SCAN))
+	if (!AnyShardHasWork(sets, SHARD_EXPIRED_LEASES))
+		return 0;
+	foreach(lc, sets)
 	{
 		uint64		n;
 		pg_uuid_t  *ids;
@@ -725,6 +728,9 @@ ClaimShardByShard(const ShardClaim *claim, Datum *values, int limit,
 	int			ids_arg = claim->mark->nargs - 1;
 	uint64		taken = 0;
 
+	/* Idle: one look-up for this node's shards instead of one per shard. */
+	if (!AnyShardHasWork(sets, (ShardWork) claim->work))
+		return 0;
 	for (int j = 0; j < n && taken < (uint64) limit; j++)
 	{
 		int			i = (first + j) % n;

@@ -3,6 +3,8 @@
 #    shards on the workers and each node's dispatcher delivers only the
 #    effects on that node, so the coordinator (no shards) delivers none and
 #    both workers deliver some; every effect reaches the sink exactly once.
+#    Runs left approved with every effect settled are completed by the
+#    safety net of the worker holding them, not by the coordinator.
 #    Then the kill switch and a type pause, flipped 10 times each from the
 #    coordinator under load (test/t/flip_switch.c, as in test/t/122): no
 #    request's first byte reaches the sink after the switch-off (pause) call
@@ -150,6 +152,38 @@ is($stats->{distinct_keys}, 6200, '6200 distinct keys at the sink');
 is($stats->{requests}, 6200, 'no request sent twice');
 is($stats->{keys_2xx_more_than_once}, 0, 'none delivered twice');
 is(delivered_by($coord), 0, "the coordinator's dispatcher still delivered none");
+
+# --- settled runs: each worker completes those of its own shards ------------
+# A run left approved with every effect settled (as a race before 1.2 could
+# leave one) is completed by the safety net (docs/outbox.md) of the worker
+# holding its shard, every 10 s, not by the coordinator's dispatcher.
+my %log_at = map { $_->name => -s $_->logfile } @{ $cl->{nodes} };
+register_endpoint($coord, 'settled', "$base/ok?kind=settled");
+query($coord, q{SELECT idemgate.pause_effect_type('settled', 'tester', 'held for the safety net')});
+is(query($coord, q{
+SELECT count(*) FROM generate_series(1, 8) i,
+  LATERAL idemgate.claim('settled-' || i, '{}') c,
+  LATERAL idemgate.enqueue_effect(c.idempotency_key, c.lease_owner, c.version,
+    jsonb_build_object('type', 'settled', 'target', 't', 'payload', '{}'::jsonb)) e}), '8',
+	'8 runs approved with one held effect each');
+query($coord, q{UPDATE idemgate.outbox SET state = 'completed' WHERE effect_type = 'settled'});
+ok(poll_app($coord, "SELECT count(*) = 8 FROM idemgate.runs WHERE idempotency_key LIKE 'settled-%'"
+	  . " AND state = 'completed' AND result->'effects'->0->>'state' = 'completed'", 60),
+	'the 8 runs whose effects were settled behind their backs are completed, with their result');
+my %completed_in_log;
+for my $n (@{ $cl->{nodes} })
+{
+	my $log = slurp_file($n->logfile, $log_at{ $n->name });
+	my $sum = 0;
+	$sum += $1 while $log =~ /idemgate: completed (\d+) approved runs? whose effects were all settled/g;
+	$completed_in_log{ $n->name } = $sum;
+}
+diag('runs completed by the safety net, per node: '
+	  . join(', ', map { "$_ $completed_in_log{$_}" } sort keys %completed_in_log));
+is($completed_in_log{ $coord->name }, 0, "the coordinator's dispatcher completed none of them");
+is($completed_in_log{ $workers[0]->name } + $completed_in_log{ $workers[1]->name }, 8,
+	'the workers completed the 8 between them, each on its own shards');
+is(sink_stats($sink)->{requests}, 6200, 'and sent nothing for them');
 
 stop_sink($sink);
 $_->stop for reverse @{ $cl->{nodes} };

@@ -11,7 +11,7 @@
 #      after it.
 #    - A refused claim (IG001) raises payload_mismatch on the coordinator.
 #    - The coordinator's dispatcher publishes the alerts (alert_state, a
-#      reference table) every 10 s: a pause appears there and goes away
+#      reference table) every 30 s: a pause appears there and goes away
 #      after the resume.
 #    - purge() in a REPEATABLE READ transaction is refused with 0A000.
 #    - Roles keep least privilege: readers and operators (granted before
@@ -124,12 +124,12 @@ query($coord, q{SELECT idemgate.register_endpoint('pub-t', 'http://127.0.0.1:9/n
 query($coord, q{SELECT idemgate.pause_effect_type('pub-t', 'tester', 'published?')});
 ok(poll_app($coord,
 		"SELECT EXISTS (SELECT 1 FROM idemgate.alert_state WHERE alert = 'type_paused'"
-		  . " AND subject = 'effect_type:pub-t')", 30),
+		  . " AND subject = 'effect_type:pub-t')", 75),
 	'Citus: the coordinator\'s dispatcher publishes a pause into alert_state');
 query($coord, q{SELECT idemgate.resume_effect_type('pub-t', 'tester')});
 ok(poll_app($coord,
 		"SELECT NOT EXISTS (SELECT 1 FROM idemgate.alert_state WHERE alert = 'type_paused'"
-		  . " AND subject = 'effect_type:pub-t')", 30),
+		  . " AND subject = 'effect_type:pub-t')", 75),
 	'Citus: and clears it after the resume');
 
 done_testing();
