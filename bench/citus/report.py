@@ -144,5 +144,13 @@ if sc and sd and clusters:
     td = sum(per_op(s, 'deliver', n) for n in ns)
     tc = sum(per_op(s, 'claim', n, 'rest') for n in ns)
     print()
+    # The floor under the claim's figure: the seed's bare statement on a
+    # plain distributed table against the same on one node, same run.
+    if ('single', 'seed', 'node') in cpu and (s, 'seed', 'coordinator') in cpu:
+        ss = per_op('single', 'seed', 'node', 'rest')
+        ts = sum(per_op(s, 'seed', n, 'rest') for n in ns)
+        print('the seed\'s statement on a plain table: %.3f ms on one node, %.3f ms on Citus (coordinator %.3f)'
+              ' = %.2fx; idemgate\'s claim on Citus = %.2fx that' % (
+                  ss, ts, per_op(s, 'seed', 'coordinator', 'rest'), ts / ss, tc / ts))
     print('citus: delivery %.2fx, claim %.2fx the single node\'s CPU, idle %.0f ms/s'
           % (td / sd, tc / sc, max(idle_rate(s, n) for n in workers)))

@@ -27,6 +27,10 @@
 #   claims      pgbench -M prepared, CLIENTS clients, CLAIMS transactions in
 #               all (fixed count, not fixed time) of claim.sql (a new key
 #               each) against the coordinator (the single node);
+#   seed        the seed's INSERT ... ON CONFLICT ... RETURNING
+#               (bench/claim/baseline.sql) on a plain table with the columns
+#               of runs, CLAIMS times, the same way: on Citus a distributed
+#               table (SHARDS shards), through the coordinator;
 #   wclaims     on Citus, the same claims sent to the workers instead (one
 #               pgbench per worker at once, CLIENTS / workers clients each):
 #               a worker runs a claim of a key it holds, and delegates the
@@ -224,7 +228,7 @@ per_worker() {
 # so that it does not fall into a measured window).
 settle() { local n; for n in $names; do q "$(port_of "$n")" "VACUUM ANALYZE" >/dev/null; q "$(port_of "$n")" "CHECKPOINT" >/dev/null; done; }
 
-cp "$here/claim.sql" "$here/enqueue.sql" "$work"/ && chown postgres "$work"/*.sql
+cp "$here/claim.sql" "$here/enqueue.sql" "$root/bench/claim/baseline.sql" "$work"/ && chown postgres "$work"/*.sql
 cc -O2 -o "$work/sink" "$root/test/sink/sink.c"
 "$work/sink" --port 0 --port-file "$work/sink.port" --log "$work/sink.jsonl" --max-seconds "$TIMEOUT" --quiet &
 sink_pid=$!
@@ -282,6 +286,22 @@ for setup in $SETUPS; do
   for kv in $rows; do printf '%s\tclaim\t%s\t%s\n' "$setup" "${kv%%=*}" "${kv#*=}" >> "$work/count.tsv"; done
   echo "[$setup] claims: $ops in $(awk -v x="$t0" -v y="$t1" 'BEGIN { printf "%.1f", y - x }') s ($tps tps); runs per node: $rows"
   echo "[$setup]   CPU per claim: $(cpu_line claim)"
+
+  # The seed's statement on a plain table, what a user would pick instead:
+  # bench/claim/baseline.sql (INSERT ... ON CONFLICT ... RETURNING) on
+  # bench_runs, the columns of idemgate.runs with its primary key only; on
+  # Citus distributed by the key over SHARDS shards, through the
+  # coordinator. Citus's own cost for a routed write, the floor under a
+  # claim's.
+  q "$PORT" "CREATE TABLE public.bench_runs (LIKE idemgate.runs INCLUDING DEFAULTS, PRIMARY KEY (idempotency_key));
+             ALTER TABLE public.bench_runs DROP COLUMN IF EXISTS bucket" >/dev/null
+  [ "$setup" = single ] || q "$PORT" "SELECT create_distributed_table('public.bench_runs', 'idempotency_key',
+                                        shard_count => $SHARDS, colocate_with => 'none')" >/dev/null
+  settle
+  b=$(ticks_all); t0=$(now); stps=$(pgbench_run baseline.sql "$CLAIMS"); t1=$(now); a=$(ticks_all)
+  record seed "$(( CLAIMS / CLIENTS * CLIENTS ))" "$t0" "$t1" "$b" "$a"
+  echo "[$setup] the seed's statement on a plain table: $(( CLAIMS / CLIENTS * CLIENTS )) in $(awk -v x="$t0" -v y="$t1" 'BEGIN { printf "%.1f", y - x }') s ($stps tps)"
+  echo "[$setup]   CPU per statement: $(cpu_line seed)"
 
   # Claims sent to the workers instead (Citus syncs the metadata to every
   # node): the same count, split over one pgbench per worker, at once.

@@ -496,11 +496,15 @@ FreeForms(LocalForms *f)
 			SPI_freeplan(f->routed[i]);
 		if (f->in_buckets[i])
 			SPI_freeplan(f->in_buckets[i]);
+		if (f->whole[i])
+			SPI_freeplan(f->whole[i]);
 	}
 	pfree(f->routed);
 	pfree(f->routed_planned);
 	pfree(f->in_buckets);
 	pfree(f->in_buckets_planned);
+	pfree(f->whole);
+	pfree(f->whole_planned);
 	pfree(f);
 }
 
@@ -508,7 +512,7 @@ FreeForms(LocalForms *f)
 SPIPlanPtr
 LocalShardPlan(LocalForms **forms, const char *sql, RouteSqlFn route, int route_n,
 			   int nargs, const Oid *argtypes, int cursor_options, int shard,
-			   bool in_buckets, bool **planned)
+			   LocalForm form, bool **planned)
 {
 	LocalForms *f = *forms;
 	SPIPlanPtr *slot;
@@ -534,12 +538,27 @@ LocalShardPlan(LocalForms **forms, const char *sql, RouteSqlFn route, int route_
 		f->in_buckets = MemoryContextAllocZero(TopMemoryContext, sizeof(SPIPlanPtr) * map.nshards);
 		f->in_buckets_planned = MemoryContextAllocZero(TopMemoryContext,
 													   sizeof(bool) * map.nshards);
+		f->whole = MemoryContextAllocZero(TopMemoryContext, sizeof(SPIPlanPtr) * map.nshards);
+		f->whole_planned = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * map.nshards);
 		*forms = f;
 	}
 	if (f->refused)
 		return NULL;
-	slot = in_buckets ? &f->in_buckets[shard] : &f->routed[shard];
-	*planned = in_buckets ? &f->in_buckets_planned[shard] : &f->routed_planned[shard];
+	switch (form)
+	{
+		case LOCAL_IN_BUCKETS:
+			slot = &f->in_buckets[shard];
+			*planned = &f->in_buckets_planned[shard];
+			break;
+		case LOCAL_WHOLE:
+			slot = &f->whole[shard];
+			*planned = &f->whole_planned[shard];
+			break;
+		default:
+			slot = &f->routed[shard];
+			*planned = &f->routed_planned[shard];
+			break;
+	}
 	if (*slot != NULL)
 		return *slot;
 	routed = route(sql, route_n);

@@ -23,7 +23,17 @@ typedef struct LocalForms
 	bool	   *routed_planned;
 	SPIPlanPtr *in_buckets;		/* per shard index: with "bucket = ANY ($N)" */
 	bool	   *in_buckets_planned;
+	SPIPlanPtr *whole;			/* per shard index: without a bucket test */
+	bool	   *whole_planned;
 } LocalForms;
+
+/* Which of a statement's forms on a shard (LocalShardPlan). */
+typedef enum LocalForm
+{
+	LOCAL_ROUTED,				/* "bucket = $N": one bucket */
+	LOCAL_IN_BUCKETS,			/* "bucket = ANY ($N)": some of the shard's */
+	LOCAL_WHOLE					/* no bucket test: rows named by unique ids */
+} LocalForm;
 
 /*
  * LocalShardFor returns the shard index of bucket when that shard is placed
@@ -45,7 +55,7 @@ extern int	LocalShardFor(int bucket);
 typedef char *(*RouteSqlFn) (const char *sql, int n);
 extern SPIPlanPtr LocalShardPlan(LocalForms **forms, const char *sql, RouteSqlFn route,
 								 int route_n, int nargs, const Oid *argtypes,
-								 int cursor_options, int shard, bool in_buckets,
+								 int cursor_options, int shard, LocalForm form,
 								 bool **planned);
 
 /*

@@ -399,7 +399,8 @@ ExecOnLocalShard(SavedStatement *stmt, int n, Oid extra_type, int bucket, Datum 
 	memcpy(types, stmt->argtypes, sizeof(Oid) * stmt->nargs);
 	types[stmt->nargs] = extra_type;
 	plan = LocalShardPlan(&stmt->local, stmt->sql, RoutedSql, n, stmt->nargs + 1, types,
-						  stmt->cursor_options, shard, n < 0, &planned);
+						  stmt->cursor_options, shard,
+						  n < 0 ? LOCAL_IN_BUCKETS : LOCAL_ROUTED, &planned);
 	if (plan == NULL)
 		return false;
 	*rc = ExecPlan(stmt->sql, plan, planned, stmt->cursor_options, rvalues, rnulls,
@@ -431,6 +432,34 @@ ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *nulls,
 		stmt->shard_plan = PrepareDistForm(stmt, -n, INT4ARRAYOID);
 	return ExecPlan(stmt->sql, stmt->shard_plan, &stmt->shard_planned, 0,
 					rvalues, rnulls, read_only, count, InvalidSnapshot);
+}
+
+/*
+ * ExecSavedOnShard runs stmt on this node's shard of bucket, as the shard's
+ * own tables, without its bucket tests (its / *@join* / markers kept):
+ * for a statement whose rows are named by ids or keys unique across the
+ * table, all of them on that shard, such as a batch of a dispatcher's
+ * effects grouped by shard. The snapshot is the transaction's, or the
+ * latest with latest. Returns the SPI result code, or -1 when the shard is
+ * not placed here or the statement has no local form: the caller then
+ * goes one bucket at a time.
+ */
+int
+ExecSavedOnShard(SavedStatement *stmt, Datum *values, const char *nulls, bool read_only,
+				 long count, bool latest, int bucket)
+{
+	int			shard;
+	SPIPlanPtr	plan;
+	bool	   *planned;
+
+	if (!IdemgateIsDistributed() || (shard = LocalShardFor(bucket)) < 0)
+		return -1;
+	plan = LocalShardPlan(&stmt->local, stmt->sql, RoutedSql, 0, stmt->nargs, stmt->argtypes,
+						  stmt->cursor_options, shard, LOCAL_WHOLE, &planned);
+	if (plan == NULL)
+		return -1;
+	return ExecPlan(stmt->sql, plan, planned, stmt->cursor_options, values, nulls,
+					read_only, count, latest ? GetLatestSnapshot() : InvalidSnapshot);
 }
 
 /*

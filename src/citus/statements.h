@@ -51,6 +51,8 @@ extern int	ExecSavedInBuckets(SavedStatement *stmt, Datum *values, const char *n
 							   bool read_only, long count, Datum buckets);
 extern int	ExecSavedLatest(SavedStatement *stmt, Datum *values, const char *nulls,
 							long count);
+extern int	ExecSavedOnShard(SavedStatement *stmt, Datum *values, const char *nulls,
+							 bool read_only, long count, bool latest, int bucket);
 /*
  * ResultColumnArray returns column col (1-based, never NULL) of every row
  * of the last result as an array of elemtype: the keys or ids a statement

@@ -202,6 +202,8 @@ static SavedStatement lock_settled_stmt = {
 	1, {TEXTARRAYOID}, GENERIC_PLAN
 };
 
+static int	EndedRuns(void);
+
 /*
  * CompleteLockedRuns ends the runs of keys (a text[] datum), locked by
  * the caller while they were approved, whose effects are all settled
@@ -214,12 +216,48 @@ static SavedStatement lock_settled_stmt = {
 int
 CompleteLockedRuns(Datum keys)
 {
-	uint64		n;
-	SPITupleTable *ended;
-
 	if (ExecSavedLatest(IdemgateIsDistributed() ? &complete_runs_stmt : &complete_runs_local_stmt,
 						&keys, NULL, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not complete runs");
+	return EndedRuns();
+}
+
+/* CompleteLockedRunsOnShard; see runs.h. */
+int
+CompleteLockedRunsOnShard(Datum keys, int bucket)
+{
+	int			rc = ExecSavedOnShard(&complete_runs_local_stmt, &keys, NULL, false, 0, true,
+									  bucket);
+	Datum	   *each;
+	int			nkeys;
+	int			n = 0;
+
+	if (rc >= 0)
+	{
+		if (rc != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not complete runs");
+		return EndedRuns();
+	}
+	/* Not placed here: a routed statement takes the keys of one bucket. */
+	deconstruct_array(DatumGetArrayTypeP(keys), TEXTOID, -1, false, TYPALIGN_INT,
+					  &each, NULL, &nkeys);
+	for (int i = 0; i < nkeys; i++)
+		n += CompleteLockedRuns(PointerGetDatum(construct_array(&each[i], 1, TEXTOID, -1, false,
+																TYPALIGN_INT)));
+	return n;
+}
+
+/*
+ * EndedRuns follows the completion statement's result (key, state,
+ * version, workflow of each run it ended): a failed_terminal run gets its
+ * state_changed event. Returns how many ended.
+ */
+static int
+EndedRuns(void)
+{
+	uint64		n;
+	SPITupleTable *ended;
+
 	n = SPI_processed;
 	ended = SPI_tuptable;
 	for (uint64 i = 0; i < n; i++)

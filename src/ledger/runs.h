@@ -65,6 +65,13 @@ extern int64 SetRunState(text *key, const char *from_state, const char *to_state
  */
 extern void CompleteRunIfDone(text *key);
 extern int	CompleteLockedRuns(Datum keys);
+/*
+ * CompleteLockedRunsOnShard is CompleteLockedRuns for keys that all lie on
+ * this node's shard of bucket (a Citus worker's dispatcher, a batch of
+ * effects of one shard): one statement on the shard's tables when it is
+ * placed here, else one key at a time through Citus.
+ */
+extern int	CompleteLockedRunsOnShard(Datum keys, int bucket);
 extern int	CompleteSettledRuns(int limit);
 
 /* Operator commands and record_validation; inside SPI. */

@@ -69,6 +69,7 @@
 #include "core/idemgate_limits.h"
 #include "citus/distributed.h"
 #include "outbox/outbox.h"
+#include "citus/local_shards.h"
 #include "citus/shard_buckets.h"
 #include "ledger/runs.h"
 #include "citus/statements.h"
@@ -323,81 +324,175 @@ FindErrorClass(const char *name, bool allow_internal)
 }
 
 static int	CompleteEffectRows(SavedStatement *stmt, Datum *values, const char *nulls, int n,
-							   const pg_uuid_t *effect_ids, bool *completed);
+							   const pg_uuid_t *effect_ids, bool *completed, int shard_bucket);
+
+/*
+ * BatchValues sets complete_stmt's four array parameters to the m effects
+ * of the batch at positions idx (all n in order when idx is NULL).
+ */
+static void
+BatchValues(Datum *values, const int *idx, int m, const pg_uuid_t *effect_ids,
+			const pg_uuid_t *owners, char *const *provider_ids, const int *http_statuses)
+{
+	Datum	   *ids = palloc(sizeof(Datum) * m);
+	Datum	   *own = palloc(sizeof(Datum) * m);
+	Datum	   *pids = palloc(sizeof(Datum) * m);
+	bool	   *pid_nulls = palloc(sizeof(bool) * m);
+	Datum	   *sts = palloc(sizeof(Datum) * m);
+	bool	   *st_nulls = palloc(sizeof(bool) * m);
+	int			dims[1] = {m};
+	int			lbs[1] = {1};
+
+	for (int k = 0; k < m; k++)
+	{
+		int			i = idx ? idx[k] : k;
+
+		ids[k] = UUIDPGetDatum(unconstify(pg_uuid_t *, &effect_ids[i]));
+		own[k] = UUIDPGetDatum(unconstify(pg_uuid_t *, &owners[i]));
+		pid_nulls[k] = provider_ids[i] == NULL;
+		pids[k] = pid_nulls[k] ? (Datum) 0 : CStringGetTextDatum(provider_ids[i]);
+		st_nulls[k] = http_statuses[i] <= 0;
+		sts[k] = Int32GetDatum(http_statuses[i]);
+	}
+	values[0] = PointerGetDatum(construct_array(ids, m, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
+	values[1] = PointerGetDatum(construct_array(own, m, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
+	values[2] = PointerGetDatum(construct_md_array(pids, pid_nulls, 1, dims, lbs,
+												   TEXTOID, -1, false, TYPALIGN_INT));
+	values[3] = PointerGetDatum(construct_md_array(sts, st_nulls, 1, dims, lbs,
+												   INT4OID, sizeof(int32), true, TYPALIGN_INT));
+}
+
+/*
+ * CompleteEffectsByShard records on Citus the effects of the batch whose
+ * shard is placed on this node, one complete_stmt per shard on the
+ * shard's own tables (src/citus/local_shards.c), as one node does for its
+ * whole batch; sets done[i] for each effect it handled. Returns how many
+ * it completed.
+ */
+static int
+CompleteEffectsByShard(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
+					   char *const *provider_ids, const int *http_statuses, bool *completed,
+					   bool *done)
+{
+	int		   *shard = palloc(sizeof(int) * n);
+	int		   *idx = palloc(sizeof(int) * n);
+	pg_uuid_t  *group_ids = palloc(sizeof(pg_uuid_t) * n);
+	bool	   *group_completed = palloc(sizeof(bool) * n);
+	int			total = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			bucket = UuidBucket(&effect_ids[i]);
+
+		shard[i] = bucket >= 0 ? LocalShardFor(bucket) : -1;
+		done[i] = false;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[4];
+		int			m = 0;
+		int			rc;
+
+		if (done[i] || shard[i] < 0)
+			continue;
+		for (int j = i; j < n; j++)
+			if (!done[j] && shard[j] == shard[i])
+			{
+				idx[m] = j;
+				group_ids[m] = effect_ids[j];
+				m++;
+			}
+		BatchValues(values, idx, m, effect_ids, owners, provider_ids, http_statuses);
+		rc = CompleteEffectRows(&complete_stmt, values, NULL, m, group_ids, group_completed,
+								UuidBucket(&effect_ids[i]));
+		if (rc < 0)
+		{
+			for (int k = 0; k < m; k++)
+				shard[idx[k]] = -1; /* one by one, through Citus */
+			continue;
+		}
+		total += rc;
+		for (int k = 0; k < m; k++)
+		{
+			done[idx[k]] = true;
+			completed[idx[k]] = group_completed[k];
+		}
+	}
+	return total;
+}
 
 /* CompleteEffects records n successful deliveries; see outbox.h. */
 int
 CompleteEffects(int n, const pg_uuid_t *effect_ids, const pg_uuid_t *owners,
 				char *const *provider_ids, const int *http_statuses, bool *completed)
 {
-	Datum	   *ids = palloc(sizeof(Datum) * n);
-	Datum	   *own = palloc(sizeof(Datum) * n);
-	Datum	   *pids = palloc(sizeof(Datum) * n);
-	bool	   *pid_nulls = palloc(sizeof(bool) * n);
-	Datum	   *sts = palloc(sizeof(Datum) * n);
-	bool	   *st_nulls = palloc(sizeof(bool) * n);
-	int			dims[1] = {n};
-	int			lbs[1] = {1};
 	Datum		values[4];
 	int			done = 0;
 
 	if (n <= 0)
 		return 0;
 
-	/* On Citus one statement per effect, on its shard (complete_one_stmt). */
+	/*
+	 * On Citus the effects of the shards placed here one statement per
+	 * shard; the others one statement per effect, on its shard
+	 * (complete_one_stmt).
+	 */
 	if (IdemgateIsDistributed())
 	{
+		bool	   *handled = palloc(sizeof(bool) * n);
+
+		done = CompleteEffectsByShard(n, effect_ids, owners, provider_ids, http_statuses,
+									  completed, handled);
 		for (int i = 0; i < n; i++)
 		{
 			Datum		one[4];
 			char		one_nulls[4] = {' ', ' ', ' ', ' '};
 
+			if (handled[i])
+				continue;
 			one[0] = UUIDPGetDatum(unconstify(pg_uuid_t *, &effect_ids[i]));
 			one[1] = UUIDPGetDatum(unconstify(pg_uuid_t *, &owners[i]));
 			SetTextParam(one, one_nulls, 2, provider_ids[i]);
 			one[3] = Int32GetDatum(http_statuses[i]);
 			one_nulls[3] = http_statuses[i] <= 0 ? 'n' : ' ';
 			done += CompleteEffectRows(&complete_one_stmt, one, one_nulls, 1,
-									   &effect_ids[i], &completed[i]);
+									   &effect_ids[i], &completed[i], -1);
 		}
 		return done;
 	}
-	for (int i = 0; i < n; i++)
-	{
-		ids[i] = UUIDPGetDatum(unconstify(pg_uuid_t *, &effect_ids[i]));
-		own[i] = UUIDPGetDatum(unconstify(pg_uuid_t *, &owners[i]));
-		pid_nulls[i] = provider_ids[i] == NULL;
-		pids[i] = pid_nulls[i] ? (Datum) 0 : CStringGetTextDatum(provider_ids[i]);
-		st_nulls[i] = http_statuses[i] <= 0;
-		sts[i] = Int32GetDatum(http_statuses[i]);
-		completed[i] = false;
-	}
-	values[0] = PointerGetDatum(construct_array(ids, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
-	values[1] = PointerGetDatum(construct_array(own, n, UUIDOID, UUID_LEN, false, TYPALIGN_CHAR));
-	values[2] = PointerGetDatum(construct_md_array(pids, pid_nulls, 1, dims, lbs,
-												   TEXTOID, -1, false, TYPALIGN_INT));
-	values[3] = PointerGetDatum(construct_md_array(sts, st_nulls, 1, dims, lbs,
-												   INT4OID, sizeof(int32), true, TYPALIGN_INT));
-	return CompleteEffectRows(&complete_stmt, values, NULL, n, effect_ids, completed);
+	BatchValues(values, NULL, n, effect_ids, owners, provider_ids, http_statuses);
+	return CompleteEffectRows(&complete_stmt, values, NULL, n, effect_ids, completed, -1);
 }
 
 /*
  * CompleteEffectRows runs a completion statement (complete_stmt or
  * complete_one_stmt) for the n effect_ids, marks which completed, and
  * completes the runs it locked; returns how many effects it completed.
+ * With shard_bucket >= 0 the statement runs on this node's shard of that
+ * bucket, where all the effects lie (ExecSavedOnShard), and -1 is
+ * returned, nothing done, when it cannot.
  */
 static int
 CompleteEffectRows(SavedStatement *stmt, Datum *values, const char *nulls, int n,
-				   const pg_uuid_t *effect_ids, bool *completed)
+				   const pg_uuid_t *effect_ids, bool *completed, int shard_bucket)
 {
 	uint64		rows;
 	int			done = 0;
 	int			nkeys = 0;
 	Datum	   *keys;
+	int			rc;
 
 	for (int i = 0; i < n; i++)
 		completed[i] = false;
-	if (ExecSaved(stmt, values, nulls, false, 0) != SPI_OK_SELECT)
+	if (shard_bucket >= 0)
+	{
+		rc = ExecSavedOnShard(stmt, values, nulls, false, 0, false, shard_bucket);
+		if (rc < 0)
+			return -1;
+	}
+	else
+		rc = ExecSaved(stmt, values, nulls, false, 0);
+	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not complete effects");
 	rows = SPI_processed;
 	keys = palloc(sizeof(Datum) * (rows + 1));
@@ -418,8 +513,15 @@ CompleteEffectRows(SavedStatement *stmt, Datum *values, const char *nulls, int n
 				completed[i] = true;
 	}
 	if (nkeys > 0)
-		CompleteLockedRuns(PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false,
-														   TYPALIGN_INT)));
+	{
+		Datum		locked = PointerGetDatum(construct_array(keys, nkeys, TEXTOID, -1, false,
+															 TYPALIGN_INT));
+
+		if (shard_bucket >= 0)
+			CompleteLockedRunsOnShard(locked, shard_bucket);
+		else
+			CompleteLockedRuns(locked);
+	}
 	return done;
 }
 

@@ -185,6 +185,37 @@ is($completed_in_log{ $workers[0]->name } + $completed_in_log{ $workers[1]->name
 	'the workers completed the 8 between them, each on its own shards');
 is(sink_stats($sink)->{requests}, 6200, 'and sent nothing for them');
 
+# --- a run whose effect failed for good, ended by its sibling's completion --
+# Each run has an effect answered 400 (failed for good at once) and one
+# answered 200 after 1.5 s. The second's completion is recorded on its
+# shard's own tables with the rest of its batch on that shard
+# (CompleteEffectsByShard), which ends the run failed_terminal with its
+# state_changed event naming the failed effect, as on one node.
+register_endpoint($coord, 'ft-bad', "$base/status/400?kind=ftbad", max_attempts => 1);
+register_endpoint($coord, 'ft-good', "$base/delay/1500?kind=ftgood");
+is(query($coord, q{
+SELECT count(*) FROM generate_series(1, 6) i,
+  LATERAL idemgate.claim('ft-' || i, '{}') c,
+  LATERAL idemgate.enqueue_effect(c.idempotency_key, c.lease_owner, c.version,
+    jsonb_build_array(
+      jsonb_build_object('type', 'ft-bad', 'target', 't', 'payload', '{}'::jsonb),
+      jsonb_build_object('type', 'ft-good', 'target', 't', 'payload', '{}'::jsonb))) e}), '6',
+	'6 runs with a failing and a slow succeeding effect each');
+ok(poll_app($coord, "SELECT count(*) = 6 FROM idemgate.runs WHERE idempotency_key LIKE 'ft-%'"
+	  . " AND state = 'failed_terminal'", 60),
+	'each run ends failed_terminal once its last effect completed');
+is(query($coord, q{SELECT string_agg(o.effect_type || ':' || o.state, ',' ORDER BY o.effect_type)
+  FROM idemgate.outbox o WHERE o.idempotency_key = 'ft-1'}), 'ft-bad:failed,ft-good:completed',
+	'its effects: one failed, one completed');
+is(query($coord, q{
+SELECT count(*) FROM idemgate.events e
+  JOIN idemgate.outbox o ON o.idempotency_key = e.idempotency_key AND o.bucket = e.bucket
+                        AND o.effect_type = 'ft-bad'
+ WHERE e.idempotency_key LIKE 'ft-%' AND e.kind = 'state_changed'
+   AND e.details->>'to' = 'failed_terminal'
+   AND e.details->'failed_effects' = jsonb_build_array(o.effect_id)}), '6',
+	'and a state_changed event per run naming its failed effect');
+
 stop_sink($sink);
 $_->stop for reverse @{ $cl->{nodes} };
 done_testing();
