@@ -358,6 +358,7 @@ static void
 StartWaiting(void)
 {
 	int			kept = 0;
+	bool		started = false;
 	TimestampTz now = GetCurrentTimestamp();
 
 	for (int i = 0; i < dispatch.n_waiting; i++)
@@ -381,11 +382,16 @@ StartWaiting(void)
 				it->limit_counted = false;
 				QueueForRecording(it);
 			}
+			else
+				started = true;
 		}
 		else
 			dispatch.waiting[kept++] = it;
 	}
 	dispatch.n_waiting = kept;
+	/* Out now, at the start the limiter reserved: not after a round. */
+	if (started)
+		HttpKick();
 }
 
 /*

@@ -58,6 +58,7 @@ typedef struct HttpRequest
 extern void HttpInit(void);
 extern void HttpShutdown(void);
 extern bool HttpStart(HttpRequest *req);
+extern void HttpKick(void);
 extern int	HttpInFlight(void);
 extern int	HttpPoll(long timeout_ms, int wake_fd, HttpRequest **done, int max_done);
 extern int	HttpAbortAll(HttpRequest **aborted, int max_aborted);
