@@ -3,9 +3,9 @@
  * src/delivery/housekeeping.c
  *	  The first dispatcher's housekeeping (docs/dispatcher.md,
  *	  "Housekeeping"): expire_approvals(), complete_settled_runs() and
- *	  publish_alerts() every second (on Citus: docs/citus.md), purge() hourly when idemgate.retention
- *	  is set; each in its own transaction, bounded, and only when the
- *	  function exists. An error is logged and the loop goes on.
+ *	  publish_alerts() every second (on Citus: docs/citus.md), purge()
+ *	  hourly when idemgate.retention is set; each in its own transaction,
+ *	  bounded, and only when the function exists. An error is logged and the loop goes on.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,7 +34,7 @@
 /*
  * On Citus the alerts read every shard, some 16 statements across the
  * cluster (about 0.3 s), which Citus plans anew on the workers each time:
- * 65-80 ms of a worker's CPU per pass with 16 shards each (bench/README).
+ * 65-200 ms of a worker's CPU per pass with 16 shards each (bench/README).
  * The coordinator publishes them every 30 s (10 s before 1.3: a third of
  * an idle worker's CPU), and, sending nothing itself, can give them
  * longer than the per-second calls.
