@@ -5,7 +5,8 @@
  *	  "Housekeeping"): expire_approvals(), complete_settled_runs() and
  *	  publish_alerts() every second (on Citus: docs/citus.md), purge()
  *	  hourly when idemgate.retention is set; each in its own transaction,
- *	  bounded, and only when the function exists. An error is logged and the loop goes on.
+ *	  bounded, and only when the function exists. An error is logged and
+ *	  the loop goes on.
  *
  *-------------------------------------------------------------------------
  */

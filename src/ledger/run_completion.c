@@ -377,10 +377,10 @@ static int	CompleteSettledRunsIn(Datum buckets, int limit, SettledWalk *walk);
  * continuing where this session's previous call stopped and starting
  * again at the beginning after the last one (the dispatcher's call every
  * second, every 10 s on a Citus worker: bounded work, however many runs
- * wait for deliveries or people); limit 0 looks at all of them. Each run is locked (SKIP LOCKED: one another transaction holds
- * is looked at again on the next pass) and checked again in a snapshot
- * taken after the lock, as CompleteLockedRuns does. Must be called inside
- * SPI.
+ * wait for deliveries or people); limit 0 looks at all of them. Each
+ * run is locked (SKIP LOCKED: one another transaction holds is looked at
+ * again on the next pass) and checked again in a snapshot taken after the
+ * lock, as CompleteLockedRuns does. Must be called inside SPI.
  */
 int
 CompleteSettledRuns(int limit)
